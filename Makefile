@@ -17,7 +17,7 @@ PYTEST_EXIT_DIR := $(BUILD)/pytest-exit
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLL_ROOT)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv collection sandbox-build sandbox-up sandbox-down sandbox-status \
+.PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
         lint ruff ansible-lint sanity unit integration integration-upstream test demo bench clean
 
 help:
@@ -65,7 +65,18 @@ ansible-lint: venv collection
 lint: ruff ansible-lint
 
 # ansible-test only runs inside a real ansible_collections/<ns>/<name> tree: copy the tracked files.
-sanity: venv
+ANSIBLE_TEST_CACHE := $(HOME)/.ansible/test/cache
+ANSIBLE_TEST_PIP = $(shell $(PY) -c "import re,ansible_test,os;p=os.path.join(os.path.dirname(ansible_test.__file__),'_internal','python_requirements.py');print(re.search(r\"pip='([0-9.]+)'\",open(p).read()).group(1))")
+
+# ansible-test bootstraps pip in its per-test venvs from a host outside the package registries:
+# give it the same pip from PyPI through an offline shim.
+sanity-bootstrap: venv
+	@mkdir -p $(ANSIBLE_TEST_CACHE)
+	@ls $(ANSIBLE_TEST_CACHE)/pip-$(ANSIBLE_TEST_PIP)-*.whl >/dev/null 2>&1 || \
+	  $(PY) -m pip download -q --no-deps --only-binary :all: -d $(ANSIBLE_TEST_CACHE) pip==$(ANSIBLE_TEST_PIP)
+	@cp hack/get_pip_shim.py $(ANSIBLE_TEST_CACHE)/get_pip_$(subst .,_,$(ANSIBLE_TEST_PIP)).py
+
+sanity: venv sanity-bootstrap
 	@echo ">> ansible-test sanity"
 	@rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_TREE)
 	@git ls-files -co --exclude-standard -z | grep -zv '^sandbox/' | xargs -0 -I{} cp --parents {} $(SANITY_TREE)/

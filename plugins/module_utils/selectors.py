@@ -24,7 +24,7 @@ DEFAULT_NAMESPACE = "default"
 
 def resolution_selector(node_selector):
     """The equality selector RLark's controller resolves the namespace with (first comma value)."""
-    return {k: str(v).split(",")[0] for k, v in (node_selector or {}).items()}
+    return {k: str(v).split(",", 1)[0] for k, v in (node_selector or {}).items()}
 
 
 def static_selector_findings(node_selector, path):
@@ -47,7 +47,7 @@ def static_selector_findings(node_selector, path):
                 finding(
                     "selector-multivalue",
                     "Selector %s=%s has comma-separated values: RLark resolves the cluster from %r only, "
-                    "while pods may land on any listed value." % (key, text, text.split(",")[0]),
+                    "while pods may land on any listed value." % (key, text, text.split(",", 1)[0]),
                     path=kpath,
                     hint="Use one value per key, proven to match exactly the intended nodes.",
                 )
