@@ -94,12 +94,306 @@ def resolve_namespace(node_selector, nodes):
     return DEFAULT_NAMESPACE
 
 
+# --- the inventory proof ------------------------------------------------------------------------
+# Resource names RLark's console treats as accelerators (UI/utils/nodeResources.ts).
+GPU_RESOURCE = "nvidia.com/gpu"
+DEVICE_PREFIX = "rlinf.io/device"
+
+
+def _quantity(value):
+    """Integer-ish quantity of a countable resource ("8", 8, "1k" is not used for devices)."""
+    try:
+        return float(str(value))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _accelerator(resource):
+    return resource == GPU_RESOURCE or resource.endswith("/gpu") or resource.startswith(DEVICE_PREFIX)
+
+
+def worker_requests(pod_template):
+    """Per-worker accelerator requests of a pod template (requests, else limits, summed over containers)."""
+    total = {}
+    spec = (pod_template or {}).get("spec") or {}
+    for container in spec.get("containers") or []:
+        resources = container.get("resources") or {}
+        merged = dict(resources.get("limits") or {})
+        merged.update(resources.get("requests") or {})
+        for name, value in merged.items():
+            if _accelerator(name):
+                total[name] = total.get(name, 0.0) + _quantity(value)
+    return total
+
+
+def selectors_from_job(job):
+    """``[{name, selector, replicas, head, requests}]`` from a Job's task templates."""
+    out = []
+    for tmpl in (job.get("spec") or {}).get("tasks") or []:
+        workload = ((tmpl.get("kubernetes") or {}).get("workload")) or {}
+        replicas = workload.get("replicas")
+        out.append(
+            {
+                "name": tmpl.get("name"),
+                "selector": dict(tmpl.get("nodeSelector") or {}),
+                "replicas": 1 if replicas is None else replicas,
+                "head": bool(tmpl.get("head")),
+                "requests": worker_requests(workload.get("template")),
+            }
+        )
+    return out
+
+
+def placement_label_selector(node_selector):
+    """Server-side label selector for every node a pod may land on: ``k in (v1,v2)`` per key.
+
+    It is a superset of RLark's resolution selector (first value per key), so one list gives both.
+    """
+    parts = []
+    for key, value in sorted((node_selector or {}).items()):
+        values = [v.strip() for v in str("" if value is None else value).split(",")]
+        values = sorted(set(values))
+        parts.append("%s=%s" % (key, values[0]) if len(values) == 1 else "%s in (%s)" % (key, ",".join(values)))
+    return ",".join(parts)
+
+
+def placement_matches(labels, node_selector):
+    """The agent's placement rule: for every key the label equals one of its comma values."""
+    labels = labels or {}
+    for key, value in (node_selector or {}).items():
+        values = [v.strip() for v in str("" if value is None else value).split(",")]
+        if key not in labels or labels[key] not in values:
+            return False
+    return True
+
+
+def node_view(node):
+    meta = node.get("metadata") or {}
+    status = node.get("status") or {}
+    return {
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace"),
+        "cluster": meta.get("namespace"),
+        "phase": status.get("phase") or "Unknown",
+        "schedulable": not (node.get("spec") or {}).get("unschedulable", False),
+        "disk_pressure": bool(status.get("diskPressure")),
+        "allocatable": dict(status.get("allocatable") or {}),
+        "used": dict(status.get("used") or {}),
+    }
+
+
+def cluster_namespace(cluster_id):
+    """Accept ``a100`` or ``rlark-a100`` (the namespace) for the approved cluster."""
+    if not cluster_id:
+        return None
+    return cluster_id if cluster_id.startswith("rlark-") or cluster_id == DEFAULT_NAMESPACE else "rlark-" + cluster_id
+
+
+def _node_findings(task, node, index, path):
+    found = []
+    where = "%s/%s" % (node["namespace"], node["name"])
+    if node["phase"] != "Online":
+        found.append(
+            finding(
+                "node-offline",
+                "Task %r matches node %s, which is %s." % (task["name"], where, node["phase"]),
+                path=path,
+                hint="Fix the node or select another one.",
+            )
+        )
+    if not node["schedulable"]:
+        found.append(
+            finding(
+                "node-cordoned",
+                "Task %r matches node %s, which is cordoned (spec.unschedulable)." % (task["name"], where),
+                path=path,
+                hint="Uncordon it or select another node.",
+            )
+        )
+    if node["disk_pressure"]:
+        found.append(
+            finding(
+                "node-disk-pressure",
+                "Task %r matches node %s, which reports disk pressure." % (task["name"], where),
+                path=path,
+                hint="Free disk space on the node before pods land there.",
+            )
+        )
+    for resource, amount in sorted((task.get("requests") or {}).items()):
+        if amount <= 0:
+            continue
+        free = _quantity(node["allocatable"].get(resource, 0)) - _quantity(node["used"].get(resource, 0))
+        if free < amount:
+            found.append(
+                finding(
+                    "node-insufficient-resources",
+                    "Node %s has %g %s free (allocatable minus used), task %r needs %g per worker."
+                    % (where, free, resource, task["name"], amount),
+                    path=path,
+                    hint="Pick a node with free capacity or stop what uses it.",
+                )
+            )
+    return found
+
+
+def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_prefix="spec.tasks"):
+    """Proof entry and findings for one task, given the Node CRs its placement selector matched.
+
+    ``nodes`` are in the API's list order; RLark takes the namespace of the first Node matching
+    the resolution selector, and the agent of that cluster places the pods there.
+    """
+    path = "%s[%d].nodeSelector" % (path_prefix, index)
+    selector = task.get("selector") or {}
+    found = list(static_selector_findings(selector, path))
+    wanted = resolution_selector(selector)
+    resolving = [n for n in nodes if selector and matches((n.get("metadata") or {}).get("labels"), wanted)]
+    clusters = []
+    for node in resolving:
+        ns = (node.get("metadata") or {}).get("namespace")
+        if ns not in clusters:
+            clusters.append(ns)
+    cluster = clusters[0] if clusters else DEFAULT_NAMESPACE
+    placed = [
+        node_view(n)
+        for n in nodes
+        if (n.get("metadata") or {}).get("namespace") == cluster
+        and placement_matches((n.get("metadata") or {}).get("labels"), selector)
+    ]
+    if not selector:
+        placed = []
+    replicas = task.get("replicas", 1)
+    name = task.get("name")
+    if len(clusters) > 1:
+        found.append(
+            finding(
+                "selector-multi-cluster",
+                "Task %r: selector %s matches Nodes in %d clusters (%s); RLark picks the first one its cache "
+                "returns, so the Task can land in or flip between them."
+                % (name, wanted, len(clusters), ", ".join(clusters)),
+                path=path,
+                hint="Make the first value of each key identify exactly one cluster (e.g. a unique hostname).",
+            )
+        )
+    if selector and not resolving:
+        found.append(
+            finding(
+                "selector-no-match",
+                "Task %r: selector %s matches no Node in any cluster, so RLark puts the Task in 'default' where "
+                "no agent runs it." % (name, wanted),
+                path=path,
+                hint="Check the label keys and values against the Node CRs.",
+            )
+        )
+    approved = cluster_namespace(cluster_id)
+    if approved and selector and resolving and approved not in clusters[:1]:
+        found.append(
+            finding(
+                "selector-wrong-cluster",
+                "Task %r resolves to cluster %s, not the approved %s." % (name, cluster, approved),
+                path=path,
+                hint="Use the admin-approved selector for %s." % approved,
+            )
+        )
+    if task.get("head"):
+        if len(placed) != 1 and selector:
+            found.append(
+                finding(
+                    "head-match-count",
+                    "Head task %r matches %d nodes in %s; it must match exactly one." % (name, len(placed), cluster),
+                    path=path,
+                    hint="Select the head node by its unique hostname.",
+                )
+            )
+        if replicas != 1:
+            found.append(
+                finding(
+                    "head-replicas",
+                    "Head task %r has %s replicas; RLinf's head runs exactly one." % (name, replicas),
+                    path="%s[%d].kubernetes.workload.replicas" % (path_prefix, index),
+                    hint="Set replicas to 1 on the head task.",
+                )
+            )
+    if selector and placed and replicas != len(placed) and not (task.get("head") and len(placed) != 1):
+        more = replicas > len(placed)
+        found.append(
+            finding(
+                "replicas-match-count",
+                "Task %r has %s replicas but its selector matches %d node(s) in %s%s."
+                % (
+                    name,
+                    replicas,
+                    len(placed),
+                    cluster,
+                    ": with RLark's one-pod-per-host anti-affinity some pods stay Pending"
+                    if more
+                    else ": pods may land on any of them",
+                ),
+                severity="error" if more else "warning",
+                path=path,
+                hint="Make replicas equal the number of selected nodes.",
+            )
+        )
+    for node in placed:
+        found.extend(_node_findings(task, node, index, path))
+    if expected_nodes is not None:
+        want = sorted(expected_nodes)
+        have = sorted(n["name"] for n in placed)
+        if want != have:
+            found.append(
+                finding(
+                    "selector-drift",
+                    "Task %r now matches %s, but the recorded match list is %s." % (name, have, want),
+                    path=path,
+                    hint="Find out which node labels changed before launching.",
+                )
+            )
+    entry = {
+        "name": name,
+        "selector": selector,
+        "resolution_selector": wanted,
+        "label_selector": placement_label_selector(selector),
+        "replicas": replicas,
+        "head": bool(task.get("head")),
+        "matches": placed,
+        "count": len(placed),
+        "cluster": cluster,
+        "clusters": clusters,
+        "ok": not any(f["severity"] == "error" for f in found),
+    }
+    return entry, found
+
+
+def prove_selectors(tasks, nodes_by_selector, cluster_id=None, expected_nodes=None, path_prefix="spec.tasks"):
+    """The uniqueness proof for all tasks: ``(per-task entries, findings)``.
+
+    ``nodes_by_selector`` maps ``placement_label_selector(task selector)`` to the matching Node CRs
+    in every namespace (as listed by the API); ``expected_nodes`` maps task names to recorded node
+    names.
+    """
+    entries = []
+    found = []
+    for index, task in enumerate(tasks):
+        key = placement_label_selector(task.get("selector"))
+        nodes = nodes_by_selector.get(key, []) if task.get("selector") else []
+        expected = None if expected_nodes is None else expected_nodes.get(task.get("name"))
+        entry, task_found = prove_task(task, nodes, index, cluster_id, expected, path_prefix)
+        entries.append(entry)
+        found.extend(task_found)
+    return entries, found
+
+
 __all__ = [
     "ANNOTATION_ONLY_KEYS",
     "CR_ONLY_LABEL_KEYS",
     "DEFAULT_NAMESPACE",
     "matches",
+    "placement_label_selector",
+    "placement_matches",
+    "prove_selectors",
+    "prove_task",
     "resolution_selector",
     "resolve_namespace",
+    "selectors_from_job",
     "static_selector_findings",
+    "worker_requests",
 ]

@@ -1,0 +1,478 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""Job, Task, Node and Pod-CR reads, guarded writes and waits on top of ``kube.Client``.
+
+Writes are minimal and guarded: stop/start is a JSON merge patch of ``spec.stopped`` alone with a
+resourceVersion precondition (a conflict re-reads and re-decides), updates never touch
+``spec.stopped``, and changes RLark cannot apply safely (task set, nodeSelector, frozen
+Succeeded/Failed Jobs) are refused as findings instead of written.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.rlark.ops.plugins.module_utils.findings import finding, has_errors
+from ansible_collections.rlark.ops.plugins.module_utils.kube import ApiError, resource_path
+from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
+
+JOBS = resource_path("jobs")
+TASKS = resource_path("tasks")
+PODS = resource_path("pods")
+NODES = resource_path("nodes")
+JOB_LABEL = "rlinf.io/job"
+POD_TASK_LABEL = "rlark.io/task-name"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+# Server-owned metadata that never counts as a difference.
+VOLATILE_METADATA = ("resourceVersion", "generation", "managedFields", "uid", "creationTimestamp", "selfLink")
+MAX_CONFLICT_RETRIES = 5
+POD_SELECTOR_CHUNK = 50
+
+
+class Refused(Exception):
+    """The action is unsafe or pointless; ``findings`` says why."""
+
+    def __init__(self, message, findings):
+        super().__init__(message)
+        self.findings = findings
+
+
+def job_path(name):
+    return resource_path("jobs", name)
+
+
+def job_name(job):
+    return (job.get("metadata") or {}).get("name")
+
+
+def job_phase(job):
+    return (job.get("status") or {}).get("phase") or ""
+
+
+def templates(job):
+    return (job.get("spec") or {}).get("tasks") or []
+
+
+# --- reads ----------------------------------------------------------------------------------------
+
+
+def get_job(client, name):
+    return client.get_or_none(job_path(name))
+
+
+def list_tasks(client, name):
+    """Every Task of the Job in any namespace (label rlinf.io/job), orphaned ones included."""
+    items, _ = client.list(TASKS, label_selector="%s=%s" % (JOB_LABEL, name))
+    return sorted(items, key=lambda t: (t["metadata"].get("namespace", ""), t["metadata"]["name"]))
+
+
+def list_pods(client, task_names):
+    """Pod CRs of the given Tasks (label rlark.io/task-name), in one call per 50 names."""
+    names = sorted(set(task_names))
+    pods = []
+    for start in range(0, len(names), POD_SELECTOR_CHUNK):
+        chunk = names[start : start + POD_SELECTOR_CHUNK]
+        items, _ = client.list(PODS, label_selector="%s in (%s)" % (POD_TASK_LABEL, ",".join(chunk)))
+        pods.extend(items)
+    return sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
+
+
+def task_names_of(job, tasks):
+    """Object names of the Job's Tasks: the listed ones plus those its templates imply."""
+    names = {t["metadata"]["name"] for t in tasks}
+    names.update(task_object_name(job_name(job), t.get("name")) for t in templates(job) if t.get("name"))
+    return sorted(names)
+
+
+def read_tree(client, name, with_pods=True, job=None):
+    """``{job, tasks, pods}`` for one Job (``job`` None when it does not exist)."""
+    job = job if job is not None else get_job(client, name)
+    if job is None:
+        return {"job": None, "tasks": [], "pods": []}
+    tasks = list_tasks(client, name)
+    pods = list_pods(client, task_names_of(job, tasks)) if with_pods else []
+    return {"job": job, "tasks": tasks, "pods": pods}
+
+
+def list_jobs(client, label_selector=None):
+    items, _ = client.list(JOBS, label_selector=label_selector)
+    return items
+
+
+def get_nodes(client, pods):
+    """The Node CRs the pods run on (status.node in the pod's namespace), fetched once each."""
+    nodes = {}
+    for pod in pods:
+        node = (pod.get("status") or {}).get("node")
+        ns = pod["metadata"].get("namespace")
+        if node and (ns, node) not in nodes:
+            nodes[(ns, node)] = client.get_or_none(resource_path("nodes", node, ns))
+    return [nodes[k] for k in sorted(nodes) if nodes[k] is not None]
+
+
+# --- normalisation and diff -----------------------------------------------------------------------
+
+
+def prune_empty(value):
+    """Drop None values recursively: the server does not store them, so they are no difference."""
+    if isinstance(value, dict):
+        return {k: prune_empty(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [prune_empty(v) for v in value]
+    return value
+
+
+def normalised_spec(spec):
+    """The spec as compared for ``state: present``: None values dropped, ``stopped`` ignored."""
+    spec = prune_empty(copy.deepcopy(spec or {}))
+    spec.pop("stopped", None)
+    return spec
+
+
+def diff_view(job):
+    """A Job as shown in a diff: without server bookkeeping that changes on every write."""
+    if not job:
+        return {}
+    view = copy.deepcopy(job)
+    meta = view.get("metadata") or {}
+    for key in VOLATILE_METADATA:
+        meta.pop(key, None)
+    view.pop("status", None)
+    return view
+
+
+def make_diff(before, after):
+    return {"before": diff_view(before), "after": diff_view(after)}
+
+
+def structural_findings(live, desired):
+    """Changes RLark cannot apply to an existing Job: the task set and any nodeSelector."""
+    found = []
+    live_names = [t.get("name") for t in templates(live)]
+    want_names = [t.get("name") for t in templates(desired)]
+    if live_names != want_names:
+        added = [n for n in want_names if n not in live_names]
+        removed = [n for n in live_names if n not in want_names]
+        found.append(
+            finding(
+                "job-task-set-change",
+                "The task set would change (live %s, desired %s%s%s): RLark never deletes the old Tasks and "
+                "their workloads, and a task missing from status.tasks freezes the Job."
+                % (
+                    live_names,
+                    want_names,
+                    "; added %s" % added if added else "",
+                    "; removed %s" % removed if removed else "",
+                ),
+                path="spec.tasks",
+                hint="Create a new Job with the new task set (copy_from), then delete the old one.",
+            )
+        )
+        return found
+    for index, (old, new) in enumerate(zip(templates(live), templates(desired))):
+        if prune_empty(old.get("nodeSelector") or {}) != prune_empty(new.get("nodeSelector") or {}):
+            found.append(
+                finding(
+                    "job-node-selector-change",
+                    "The nodeSelector of task %r would change from %s to %s: RLark leaves the old cluster's "
+                    "Task, StatefulSet and PVCs behind until the Job is deleted."
+                    % (old.get("name"), old.get("nodeSelector") or {}, new.get("nodeSelector") or {}),
+                    path="spec.tasks[%d].nodeSelector" % index,
+                    hint="Migrate instead: stop, verify the checkpoint, create a new Job on the target.",
+                )
+            )
+    return found
+
+
+def spec_merge_patch(live_spec, desired_spec):
+    """Merge patch turning the live spec into the desired one, leaving ``stopped`` alone."""
+    live = normalised_spec(live_spec)
+    want = normalised_spec(desired_spec)
+    patch = {k: v for k, v in want.items() if live.get(k) != v}
+    patch.update({k: None for k in live if k not in want})
+    return patch
+
+
+# --- writes ---------------------------------------------------------------------------------------
+
+
+def terminal_refusal(job, action):
+    phase = job_phase(job)
+    if phase not in TERMINAL_PHASES:
+        return None
+    return finding(
+        "job-terminal-phase",
+        "Job %r is %s: RLark ignores every %s of a Succeeded or Failed Job." % (job_name(job), phase, action),
+        path="status.phase",
+        hint="Delete it and create a new Job (copy_from) instead.",
+    )
+
+
+def ensure_present(client, desired, update=False, check_mode=False):
+    """Create the Job when absent; compare and (with ``update``) patch the spec when present.
+
+    Returns ``{changed, job, before, action, findings}``; raises ``Refused`` on unsafe changes.
+    """
+    name = job_name(desired)
+    for _ in range(MAX_CONFLICT_RETRIES):
+        live = get_job(client, name)
+        if live is None:
+            created = client.create(JOBS, desired, dry_run=check_mode)
+            return {"changed": True, "job": created, "before": None, "action": "created", "findings": []}
+        found = []
+        if (desired.get("spec") or {}).get("stopped") is not None and bool(desired["spec"]["stopped"]) != bool(
+            (live.get("spec") or {}).get("stopped")
+        ):
+            found.append(
+                finding(
+                    "job-stopped-ignored",
+                    "state=present never changes spec.stopped (live %s, desired %s)."
+                    % (bool((live.get("spec") or {}).get("stopped")), bool(desired["spec"]["stopped"])),
+                    severity="warning",
+                    path="spec.stopped",
+                    hint="Use state=stopped or state=started.",
+                )
+            )
+        if normalised_spec(live.get("spec")) == normalised_spec(desired.get("spec")):
+            return {"changed": False, "job": live, "before": live, "action": "unchanged", "findings": found}
+        found.extend(structural_findings(live, desired))
+        refusal = terminal_refusal(live, "edit")
+        if refusal:
+            found.append(refusal)
+        if not update:
+            found.append(
+                finding(
+                    "job-spec-differs",
+                    "The live Job %r differs from the definition and update is false." % name,
+                    path="spec",
+                    hint="Review the diff, then set update=true to apply it (spec.stopped stays as it is).",
+                )
+            )
+        if has_errors(found):
+            raise Refused("Refusing to change Job %r." % name, found)
+        patch = {
+            "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
+            "spec": spec_merge_patch(live.get("spec"), desired.get("spec")),
+        }
+        try:
+            patched = client.merge_patch(job_path(name), patch, dry_run=check_mode)
+        except ApiError as exc:
+            if exc.conflict:
+                continue
+            raise
+        return {"changed": True, "job": patched, "before": live, "action": "updated", "findings": found}
+    raise Refused(
+        "Job %r kept changing while it was updated." % name,
+        [finding("job-conflict", "Gave up after %d conflicting writes." % MAX_CONFLICT_RETRIES, path="metadata")],
+    )
+
+
+def set_stopped(client, name, stopped, check_mode=False):
+    """Guarded stop/start: merge patch of ``spec.stopped`` with a resourceVersion precondition.
+
+    A 409 means someone else wrote the Job: re-read and decide again, so of two concurrent stops
+    exactly one reports a change. Returns ``{changed, job, before, action}``.
+    """
+    action = "stop" if stopped else "start"
+    for _ in range(MAX_CONFLICT_RETRIES):
+        live = get_job(client, name)
+        if live is None:
+            raise Refused(
+                "Job %r does not exist." % name,
+                [
+                    finding(
+                        "job-not-found",
+                        "Job %r does not exist, so it cannot %s." % (name, action),
+                        path="metadata.name",
+                    )
+                ],
+            )
+        refusal = terminal_refusal(live, action)
+        if refusal:
+            raise Refused("Refusing to %s Job %r." % (action, name), [refusal])
+        if bool((live.get("spec") or {}).get("stopped")) == bool(stopped):
+            return {"changed": False, "job": live, "before": live, "action": "unchanged"}
+        patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "spec": {"stopped": stopped}}
+        try:
+            patched = client.merge_patch(job_path(name), patch, dry_run=check_mode)
+        except ApiError as exc:
+            if exc.conflict:
+                continue
+            raise
+        return {"changed": True, "job": patched, "before": live, "action": "stopped" if stopped else "started"}
+    raise Refused(
+        "Job %r kept changing while trying to %s it." % (name, action),
+        [finding("job-conflict", "Gave up after %d conflicting writes." % MAX_CONFLICT_RETRIES, path="metadata")],
+    )
+
+
+def pvc_claims(job):
+    """PVC volumes of every template: the claims the agent creates when missing and deletes with the Job.
+
+    An empty claimName becomes ``pvc-<task object name>-<volume>``.
+    """
+    claims = []
+    for index, tmpl in enumerate(templates(job)):
+        workload = ((tmpl.get("kubernetes") or {}).get("workload")) or {}
+        pod_spec = ((workload.get("template") or {}).get("spec")) or {}
+        for vol in pod_spec.get("volumes") or []:
+            pvc = vol.get("persistentVolumeClaim")
+            if pvc is None:
+                continue
+            claim = pvc.get("claimName") or "pvc-%s-%s" % (
+                task_object_name(job_name(job), tmpl.get("name")),
+                vol.get("name"),
+            )
+            claims.append(
+                {
+                    "task": tmpl.get("name"),
+                    "volume": vol.get("name"),
+                    "claim": claim,
+                    "generated_name": not pvc.get("claimName"),
+                    "storage_class": (workload.get("pvcStorageMap") or {}).get(pvc.get("claimName") or claim),
+                    "path": "spec.tasks[%d].kubernetes.workload.template.spec.volumes" % index,
+                }
+            )
+    return claims
+
+
+def delete_job(client, name, allow_pvc_deletion=False, check_mode=False):
+    """Delete with background propagation; refuse while agent-created PVCs would go with it."""
+    live = get_job(client, name)
+    if live is None:
+        return {"changed": False, "job": None, "before": None, "action": "unchanged"}
+    claims = pvc_claims(live)
+    if claims and not allow_pvc_deletion:
+        names = ", ".join(sorted({c["claim"] for c in claims}))
+        raise Refused(
+            "Refusing to delete Job %r." % name,
+            [
+                finding(
+                    "job-delete-pvc",
+                    "Deleting Job %r also deletes the PVCs the agent created for it: %s." % (name, names),
+                    path=claims[0]["path"],
+                    hint="Keep their data safe (reclaimPolicy Retain or copied), then set allow_pvc_deletion=true.",
+                )
+            ],
+        )
+    try:
+        client.delete(job_path(name), dry_run=check_mode, resource_version=live["metadata"].get("resourceVersion"))
+    except ApiError as exc:
+        if exc.not_found:
+            return {"changed": False, "job": None, "before": None, "action": "unchanged"}
+        if exc.conflict:
+            # Changed since our read; deleting is still what the user asked for.
+            client.delete(job_path(name), dry_run=check_mode)
+        else:
+            raise
+    return {"changed": True, "job": None, "before": live, "action": "deleted"}
+
+
+# --- wait predicates ------------------------------------------------------------------------------
+
+
+def task_replicas(task):
+    workload = (((task.get("spec") or {}).get("kubernetes")) or {}).get("workload") or {}
+    replicas = workload.get("replicas")
+    return 1 if replicas is None else replicas
+
+
+def stopped_check(client, name):
+    """Done when every Task has replicas 0 and no Pod CR of the Job remains (phase alone proves nothing)."""
+
+    def check():
+        tree = read_tree(client, name)
+        if tree["job"] is None:
+            return True, "the Job is gone", tree
+        scaling = [t["metadata"]["name"] for t in tree["tasks"] if task_replicas(t) != 0]
+        pods = len(tree["pods"])
+        summary = "%d task(s) not yet at replicas 0, %d Pod CR(s) remaining" % (len(scaling), pods)
+        return not scaling and pods == 0, summary, tree
+
+    return check
+
+
+def started_check(client, name):
+    """Done when a Task exists for every template and every Task of the Job is Running."""
+
+    def check():
+        tree = read_tree(client, name)
+        if tree["job"] is None:
+            return False, "the Job is gone", tree
+        want = {task_object_name(name, t.get("name")) for t in templates(tree["job"])}
+        have = {t["metadata"]["name"]: (t.get("status") or {}).get("phase") or "" for t in tree["tasks"]}
+        missing = sorted(want - set(have))
+        not_running = sorted(n for n, p in have.items() if p != "Running")
+        summary = "%d of %d task(s) Running%s" % (
+            len(have) - len(not_running),
+            len(want),
+            ", missing %s" % missing if missing else "",
+        )
+        return not missing and not not_running, summary, tree
+
+    return check
+
+
+def absent_check(client, name):
+    """Done when the Job and every Task labelled with it are gone."""
+
+    def check():
+        job = get_job(client, name)
+        tasks = list_tasks(client, name)
+        summary = "Job %s, %d task(s) remaining" % ("present" if job else "gone", len(tasks))
+        return job is None and not tasks, summary, {"job": job, "tasks": tasks, "pods": []}
+
+    return check
+
+
+# --- Node inventory for the selector proof -------------------------------------------------------
+
+
+def fetch_node_matches(client, label_selectors):
+    """Node CRs in every namespace matching each distinct label selector (server-side filtering).
+
+    Returns ``({selector: [nodes]}, newest list resourceVersion)``.
+    """
+    result = {}
+    versions = []
+    for selector in sorted(set(label_selectors)):
+        items, version = client.list(NODES, label_selector=selector)
+        result[selector] = items
+        if version:
+            versions.append(version)
+    newest = max(versions, key=lambda v: (len(v), v)) if versions else None
+    return result, newest
+
+
+def read_many(client, jobs, with_nodes=True):
+    """``[{job, tasks, pods, nodes}]`` for many Jobs with few calls: Tasks and Pod CRs in chunks of 50."""
+    names = sorted(job_name(j) for j in jobs)
+    tasks_by_job = {}
+    for start in range(0, len(names), POD_SELECTOR_CHUNK):
+        chunk = names[start : start + POD_SELECTOR_CHUNK]
+        items, _ = client.list(TASKS, label_selector="%s in (%s)" % (JOB_LABEL, ",".join(chunk)))
+        for task in items:
+            tasks_by_job.setdefault(task["metadata"].get("labels", {}).get(JOB_LABEL), []).append(task)
+    all_task_names = []
+    for job in jobs:
+        all_task_names.extend(task_names_of(job, tasks_by_job.get(job_name(job), [])))
+    pods = list_pods(client, all_task_names) if all_task_names else []
+    pods_by_task = {}
+    for pod in pods:
+        pods_by_task.setdefault(pod["metadata"].get("labels", {}).get(POD_TASK_LABEL), []).append(pod)
+    out = []
+    for job in sorted(jobs, key=job_name):
+        tasks = sorted(
+            tasks_by_job.get(job_name(job), []),
+            key=lambda t: (t["metadata"].get("namespace", ""), t["metadata"]["name"]),
+        )
+        job_pods = []
+        for task_name in task_names_of(job, tasks):
+            job_pods.extend(pods_by_task.get(task_name, []))
+        entry = {"job": job, "tasks": tasks, "pods": job_pods}
+        if with_nodes:
+            entry["nodes"] = get_nodes(client, job_pods)
+        out.append(entry)
+    return out

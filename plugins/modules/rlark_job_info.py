@@ -1,0 +1,149 @@
+#!/usr/bin/python
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: rlark_job_info
+short_description: Read RLark Jobs with their Tasks, Pod CRs and Nodes
+version_added: 0.1.0
+description:
+  - Reads C(rlinf.io/v1alpha1) Jobs by O(name) or by O(label_selectors), each with its Tasks (label C(rlinf.io/job)
+    in every namespace, orphaned ones included), its Pod CRs (label C(rlark.io/task-name)) and the Node CRs those
+    pods run on.
+  - Lists are paged with C(limit)/C(continue); Tasks and Pod CRs of many Jobs are read in batches.
+  - Never changes anything.
+author:
+  - rlark.ops contributors
+extends_documentation_fragment:
+  - rlark.ops.auth
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+  platform:
+    platforms: posix
+    description: Runs on the controller or any host that can reach the API server.
+options:
+  name:
+    description:
+      - Name of one Job. A missing Job gives an empty O(ignore:resources) list.
+    type: str
+  label_selectors:
+    description:
+      - Label selectors ANDed together, for example V(team=rl). Without O(name) and O(label_selectors), all Jobs.
+    type: list
+    elements: str
+    default: []
+  nodes:
+    description:
+      - Also read the Node CRs the pods run on.
+    type: bool
+    default: true
+  timeout:
+    description:
+      - Seconds the module may spend, retries of API calls included.
+    type: int
+    default: 120
+seealso:
+  - module: rlark.ops.rlark_job
+"""
+
+EXAMPLES = r"""
+- name: Read one Job with its Tasks, Pod CRs and Nodes
+  rlark.ops.rlark_job_info:
+    name: ppo-demo
+  register: info
+
+- name: Read all Jobs of a team
+  rlark.ops.rlark_job_info:
+    label_selectors:
+      - team=rl
+"""
+
+RETURN = r"""
+resources:
+  description: One entry per Job.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    job:
+      description: The Job.
+      type: dict
+      returned: always
+    tasks:
+      description: Its Tasks in every namespace.
+      type: list
+      elements: dict
+      returned: always
+    pods:
+      description: The Pod CRs of those Tasks.
+      type: list
+      elements: dict
+      returned: always
+    nodes:
+      description: The Node CRs the pods run on (when O(nodes=true)).
+      type: list
+      elements: dict
+      returned: when O(nodes=true)
+api_calls:
+  description: Number of HTTP requests sent to the API server, retries included.
+  returned: always
+  type: int
+status:
+  description: The parsed API Status of a failed request (code, reason, message, causes).
+  returned: on API failure
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec, auth_params, fail_kube
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import get_job, list_jobs, read_many
+from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(
+            name=dict(type="str"),
+            label_selectors=dict(type="list", elements="str", default=[]),
+            nodes=dict(type="bool", default=True),
+            timeout=dict(type="int", default=120),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    client = None
+    try:
+        client = client_from_params(auth_params(p), timeout=p["timeout"], log=module.log)
+        if p["name"]:
+            job = get_job(client, p["name"])
+            jobs = [job] if job is not None else []
+            selector = ",".join(p["label_selectors"])
+            if jobs and selector:
+                # Filter one named Job by the selectors the same way the server would.
+                jobs, _ = client.list(
+                    "/apis/rlinf.io/v1alpha1/jobs",
+                    label_selector=selector,
+                    field_selector="metadata.name=%s" % p["name"],
+                )
+        else:
+            jobs = list_jobs(client, ",".join(p["label_selectors"]) or None)
+        resources = read_many(client, jobs, with_nodes=p["nodes"]) if jobs else []
+    except KubeError as exc:
+        fail_kube(module, exc, changed=False, api_calls=client.api_calls if client else 0)
+    finally:
+        if client is not None:
+            client.close()
+    module.exit_json(changed=False, resources=resources, api_calls=client.api_calls)
+
+
+if __name__ == "__main__":
+    main()

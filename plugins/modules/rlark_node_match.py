@@ -1,0 +1,227 @@
+#!/usr/bin/python
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: rlark_node_match
+short_description: Prove that every nodeSelector of a Job selects exactly what it should
+version_added: 0.1.0
+description:
+  - Evaluates each task's C(nodeSelector) with RLark's own rule against the Node CRs of B(every) namespace
+    (a Task's cluster is the namespace of the first Node matching the first value of each key; nothing
+    matching means C(default)), and the pods' placement rule inside that cluster (one of the comma values per key).
+  - Returns a proof (what matched where, when, against which API server and list resourceVersion) and findings
+    with stable ids, for example C(selector-empty), C(selector-multivalue), C(selector-cr-only-key),
+    C(selector-annotation-key), C(selector-multi-cluster), C(selector-wrong-cluster), C(selector-no-match),
+    C(head-match-count), C(head-replicas), C(replicas-match-count), C(node-offline), C(node-cordoned),
+    C(node-disk-pressure), C(node-insufficient-resources) and C(selector-drift).
+  - One call proves all selectors of a Job. Node CRs are filtered server-side, one paged list per distinct selector.
+  - Fails when a finding is an error unless O(fail_on_findings=false). Never changes anything.
+author:
+  - rlark.ops contributors
+extends_documentation_fragment:
+  - rlark.ops.auth
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+  platform:
+    platforms: posix
+    description: Runs on the controller or any host that can reach the API server.
+options:
+  job:
+    description:
+      - A Job dictionary; each task template gives its C(nodeSelector), replicas, C(head) flag and per-worker
+        GPU/device requests. Mutually exclusive with O(selectors).
+    type: dict
+  selectors:
+    description:
+      - The selectors to prove when there is no Job dictionary.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: Task name.
+        type: str
+        required: true
+      selector:
+        description: The nodeSelector (label key to value; a value may be a comma list).
+        type: dict
+        default: {}
+      replicas:
+        description: Replicas of the task.
+        type: int
+        default: 1
+      head:
+        description: Whether this is the head task.
+        type: bool
+        default: false
+      requests:
+        description: Per-worker accelerator requests, for example V(nvidia.com/gpu=8) as a dictionary.
+        type: dict
+        default: {}
+  cluster_id:
+    description:
+      - The approved target cluster, as its id (V(a100)) or namespace (V(rlark-a100)).
+    type: str
+  expected_nodes:
+    description:
+      - The admin's recorded match list per task name, for drift detection.
+    type: dict
+  fail_on_findings:
+    description:
+      - Fail when any finding is an error.
+    type: bool
+    default: true
+  timeout:
+    description:
+      - Seconds the module may spend, retries of API calls included.
+    type: int
+    default: 120
+seealso:
+  - module: rlark.ops.rlark_job
+"""
+
+EXAMPLES = r"""
+- name: Prove the selectors of the rendered Job against the approved cluster
+  rlark.ops.rlark_node_match:
+    job: "{{ rendered_job }}"
+    cluster_id: a100
+    expected_nodes:
+      actor: [a100-01]
+      rollout: [a100-02, a100-03]
+  register: selector_proof
+
+- name: Prove two selectors and only report problems
+  rlark.ops.rlark_node_match:
+    selectors:
+      - name: actor
+        selector: {kubernetes.io/hostname: a100-01}
+        head: true
+      - name: rollout
+        selector: {rlinf.io/pool: rollout}
+        replicas: 2
+    fail_on_findings: false
+"""
+
+RETURN = r"""
+proof:
+  description: What was checked and what matched.
+  returned: always
+  type: dict
+  contains:
+    checked_at:
+      description: UTC time of the check (ISO 8601).
+      type: str
+      returned: always
+    api_server:
+      description: The API server URL.
+      type: str
+      returned: always
+    resource_version:
+      description: The newest list resourceVersion among the Node lists.
+      type: str
+      returned: always
+    tasks:
+      description: Per task, C(name), C(selector), C(resolution_selector), C(label_selector), C(replicas), C(head),
+        C(matches) (name, namespace, cluster, phase, schedulable, disk_pressure, allocatable, used), C(count),
+        C(cluster), C(clusters) and C(ok).
+      type: list
+      elements: dict
+      returned: always
+findings:
+  description: Findings, each C({id, severity, path, message, hint}).
+  returned: always
+  type: list
+  elements: dict
+ok:
+  description: Whether no finding is an error.
+  returned: always
+  type: bool
+api_calls:
+  description: Number of HTTP requests sent to the API server, retries included.
+  returned: always
+  type: int
+status:
+  description: The parsed API Status of a failed request (code, reason, message, causes).
+  returned: on API failure
+  type: dict
+"""
+
+import datetime
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec, auth_params, fail_kube
+from ansible_collections.rlark.ops.plugins.module_utils.findings import has_errors, render
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import fetch_node_matches
+from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.selectors import (
+    placement_label_selector,
+    prove_selectors,
+    selectors_from_job,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(
+            job=dict(type="dict"),
+            selectors=dict(
+                type="list",
+                elements="dict",
+                options=dict(
+                    name=dict(type="str", required=True),
+                    selector=dict(type="dict", default={}),
+                    replicas=dict(type="int", default=1),
+                    head=dict(type="bool", default=False),
+                    requests=dict(type="dict", default={}),
+                ),
+            ),
+            cluster_id=dict(type="str"),
+            expected_nodes=dict(type="dict"),
+            fail_on_findings=dict(type="bool", default=True),
+            timeout=dict(type="int", default=120),
+        ),
+        mutually_exclusive=[("job", "selectors")],
+        required_one_of=[("job", "selectors")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    tasks = selectors_from_job(p["job"]) if p["job"] else p["selectors"]
+    path_prefix = "spec.tasks" if p["job"] else "selectors"
+    client = None
+    try:
+        client = client_from_params(auth_params(p), timeout=p["timeout"], log=module.log)
+        wanted = [placement_label_selector(t["selector"]) for t in tasks if t.get("selector")]
+        nodes_by_selector, resource_version = fetch_node_matches(client, wanted)
+    except KubeError as exc:
+        fail_kube(module, exc, changed=False, api_calls=client.api_calls if client else 0)
+    finally:
+        if client is not None:
+            client.close()
+    entries, findings = prove_selectors(
+        tasks, nodes_by_selector, p["cluster_id"], p["expected_nodes"], path_prefix=path_prefix
+    )
+    proof = {
+        "checked_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "api_server": client.server,
+        "resource_version": resource_version,
+        "cluster_id": p["cluster_id"],
+        "tasks": entries,
+    }
+    ok = not has_errors(findings)
+    result = dict(changed=False, proof=proof, findings=findings, ok=ok, api_calls=client.api_calls)
+    if p["fail_on_findings"] and not ok:
+        module.fail_json(msg=render(findings, "selector proof"), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
