@@ -47,3 +47,20 @@ def render(findings, title="findings"):
     n_err = len(errors(findings))
     head = "%d error(s), %d warning(s) in %s:" % (n_err, len(findings) - n_err, title)
     return "\n".join([head] + lines)
+
+
+def table(findings, title="findings"):
+    """A fixed-width text table (severity, id, path, message, hint) for terminals and records."""
+    if not findings:
+        return "no %s" % title
+    ordered = sorted(findings, key=lambda f: (f.get("severity") != ERROR, f.get("path", ""), f.get("id", "")))
+    rows = [("SEVERITY", "ID", "PATH", "MESSAGE")]
+    for f in ordered:
+        message = f.get("message", "")
+        if f.get("hint"):
+            message += " Hint: " + f["hint"]
+        rows.append((f.get("severity", ""), f.get("id", ""), f.get("path", "") or "-", message))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
+    lines = ["  ".join(str(r[i]).ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
+    n_err = len(errors(findings))
+    return "%d error(s), %d warning(s) in %s:\n%s" % (n_err, len(findings) - n_err, title, "\n".join(lines))

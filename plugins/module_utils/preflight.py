@@ -1,0 +1,49 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""Preflight: load + validate both records, render the Job, review it; offer the Job only when clean.
+
+"Offered for submission" means ``result['job']`` is a Job dict. It is None whenever any finding has
+severity ``error`` (a stop condition of seed 001 or a failed review item): callers submit
+``result['job']`` and nothing else. Never raises for bad input.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.rlark.ops.plugins.module_utils import manifest as manifest_io
+from ansible_collections.rlark.ops.plugins.module_utils import render, review
+from ansible_collections.rlark.ops.plugins.module_utils.findings import has_errors
+from ansible_collections.rlark.ops.plugins.module_utils.findings import render as findings_text
+from ansible_collections.rlark.ops.plugins.module_utils.redact import redact
+
+
+def preflight(manifest, profile, job_name=None):
+    """``{ok, job, rendered, findings, summary, job_name, manifest_version, profile_version}``."""
+    found, rendered, records = [], None, {}
+    try:
+        for data, kind in ((manifest, manifest_io.MANIFEST), (profile, manifest_io.PROFILE)):
+            more, valid = review.input_findings(data, kind)
+            found.extend(more)
+            records[kind] = valid
+        m, p = records[manifest_io.MANIFEST], records[manifest_io.PROFILE]
+        if m is not None and p is not None:
+            rendered = render.render_job(m, p, job_name)
+            found.extend(review.review_records(rendered, m, p))
+    except Exception as exc:  # a preflight reports, never crashes the play
+        found.append(review.internal_error(exc))
+    found = review.safe(found)
+    ok = not has_errors(found)
+    m = records.get(manifest_io.MANIFEST) or {}
+    p = records.get(manifest_io.PROFILE) or {}
+    return {
+        "ok": ok,
+        "job": rendered if ok else None,
+        # With errors the draft may hold the very secrets review refused: mask them.
+        "rendered": rendered if ok else redact(rendered),
+        "findings": found,
+        "summary": findings_text(found, "preflight"),
+        "job_name": render.job_name_of(m, job_name) or None,
+        "manifest_version": m.get("version"),
+        "profile_version": p.get("version"),
+    }
