@@ -313,7 +313,7 @@ def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_pr
                     hint="Set replicas to 1 on the head task.",
                 )
             )
-    if selector and placed and replicas != len(placed) and not (task.get("head") and len(placed) != 1):
+    if selector and placed and replicas != len(placed) and not task.get("head"):
         more = replicas > len(placed)
         found.append(
             finding(

@@ -1,0 +1,154 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""resume.py: copies keep every pod field; the resume override is single and well-formed."""
+
+import copy
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from ansible_collections.rlark.ops.plugins.module_utils import resume
+from rlark_fake_api import job
+
+STEP = "/data/rlinf/logs/exp/checkpoints/global_step_200"
+
+
+@pytest.mark.parametrize(
+    "script,expected",
+    [
+        (
+            "python train.py runner.max_steps=10 runner.resume_dir=/old/global_step_5",
+            "python train.py runner.max_steps=10 ++runner.resume_dir=" + STEP,
+        ),
+        (
+            "python train.py +runner.resume_dir=/a ++runner.resume_dir='/b c' x=1 runner.resume_dir=\"/c\"",
+            "python train.py ++runner.resume_dir=" + STEP + " x=1",
+        ),
+        (
+            "python train.py '++runner.resume_dir=/old' runner.save_interval=5",
+            "python train.py ++runner.resume_dir=" + STEP + " runner.save_interval=5",
+        ),
+        (
+            "cd /w && python main.py --config-name ppo actor.lr=1e-5 \\\n  runner.max_steps=9 2>&1 | tee /logs/x",
+            "cd /w && python main.py --config-name ppo actor.lr=1e-5 \\\n  runner.max_steps=9 ++runner.resume_dir="
+            + STEP
+            + " 2>&1 | tee /logs/x",
+        ),
+        (
+            "python -u examples/train.py --config-name a",
+            "python -u examples/train.py ++runner.resume_dir=" + STEP + " --config-name a",
+        ),
+    ],
+)
+def test_set_resume_override(script, expected):
+    assert resume.set_resume_override(script, STEP) == expected
+
+
+def test_override_is_shell_quoted_when_needed():
+    out = resume.set_resume_override("python t.py a.b=1", "/d a/global_step_1")
+    assert out == "python t.py a.b=1 '++runner.resume_dir=/d a/global_step_1'"
+
+
+def test_no_place_for_the_override():
+    assert resume.set_resume_override("bash run.sh", STEP) is None
+
+
+@pytest.mark.parametrize(
+    "value,ids",
+    [
+        (STEP, []),
+        ("global_step_3", []),
+        (STEP + "/", ["resume-dir-trailing-slash"]),
+        ("/x/checkpoints", ["resume-dir-not-step"]),
+        ("/x/global_step_3/actor", ["resume-dir-not-step"]),
+        ("/x/global_step_", ["resume-dir-not-step"]),
+    ],
+)
+def test_resume_dir_findings(value, ids):
+    assert [f["id"] for f in resume.resume_dir_findings(value)] == ids
+
+
+def full_source():
+    src = job(phase="Stopped", stopped=True)
+    src["metadata"].update(
+        {
+            "resourceVersion": "42",
+            "uid": "u",
+            "generation": 3,
+            "creationTimestamp": "t",
+            "managedFields": [{}],
+            "ownerReferences": [{"kind": "Workflow"}],
+            "finalizers": ["x"],
+            "labels": {"rlinf.io/workflow": "wf", "team": "rl"},
+            "annotations": {"note": "keep"},
+        }
+    )
+    pod = src["spec"]["tasks"][0]["kubernetes"]["workload"]["template"]["spec"]
+    pod["containers"][0].update(
+        {
+            "command": ["bash", "-c"],
+            "args": ["x"],
+            "resources": {
+                "requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": 8},
+                "limits": {"memory": "64Gi"},
+            },
+            "readinessProbe": {"exec": {"command": ["true"]}},
+            "volumeMounts": [{"name": "data", "mountPath": "/data", "subPath": "rlinf"}],
+            "env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+        }
+    )
+    pod["containers"].append({"name": "sidecar", "image": "busybox:1.36"})
+    pod["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+    pod["volumes"] = [{"name": "data", "hostPath": {"path": "/data"}}]
+    src["spec"]["tasks"][0]["kubernetes"]["workload"]["pvcStorageMap"] = {"ckpt": "rlark-s3"}
+    src["spec"]["tasks"][0]["runScript"] = "python train.py runner.max_steps=10"
+    src["status"] = {"phase": "Stopped"}
+    return src
+
+
+def test_copy_keeps_everything_but_name_and_override():
+    src = full_source()
+    original = copy.deepcopy(src)
+    new, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
+    assert src == original  # the source is never modified
+    assert [f["id"] for f in found] == []
+    assert new["metadata"] == {"name": "demo-r1", "labels": {"team": "rl"}, "annotations": {"note": "keep"}}
+    assert "status" not in new
+    assert new["spec"]["stopped"] is False
+    expected = copy.deepcopy(original["spec"])
+    expected["stopped"] = False
+    expected["tasks"][0]["runScript"] = "python train.py runner.max_steps=10 ++runner.resume_dir=" + STEP
+    assert new["spec"] == expected
+
+
+def test_copy_stopped_is_explicit_and_names_are_validated():
+    new, found = resume.copy_job(job(), "demo-copy", stopped=True)
+    assert new["spec"]["stopped"] is True and found == []
+    _, found = resume.copy_job(job(), "x" * 48)
+    assert "task-name-too-long" in [f["id"] for f in found]
+    _, found = resume.copy_job(job(), "Bad_Name")
+    assert "job-name-invalid" in [f["id"] for f in found]
+    _, found = resume.copy_job(job(), "demo")
+    assert "copy-same-name" in [f["id"] for f in found]
+
+
+def test_copy_warns_about_agent_pvcs():
+    _, found = resume.copy_job(job(pvc=True), "demo-r1")
+    assert {f["id"] for f in found} == {"copy-agent-pvc"}
+    assert all(f["severity"] == "warning" for f in found)
+    assert "pvc-demo-actor-ckpt" in found[0]["message"] and "new, empty claim" in found[0]["message"]
+
+
+def test_resume_without_head_or_site_is_an_error():
+    src = job()
+    for t in src["spec"]["tasks"]:
+        t.pop("head", None)
+    _, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
+    assert [f["id"] for f in found] == ["resume-no-head"]
+    src = job()
+    src["spec"]["tasks"][0]["runScript"] = "bash /opt/run.sh"
+    _, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
+    assert [f["id"] for f in found] == ["resume-no-override-site"]
