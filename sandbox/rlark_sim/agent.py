@@ -1,0 +1,704 @@
+"""RLark's data-plane agent (rlark-platform.md section 3), one logical agent per `rlark-<id>` namespace.
+
+Real pieces: the StatefulSet (validated by the API server), the head Service, agent PVCs, the
+`rlark.io/agent-cleanup` finalizer, Pod CRs and Task status. Simulated piece: the scheduler/kubelet
+(placement on Node CRs, Pod CR phase Running, the stop grace period).
+"""
+
+import copy
+import datetime
+import hashlib
+import json
+import logging
+import time
+import uuid
+
+from .kube import ApiError, core_path, crd_path
+
+log = logging.getLogger("rlark_sim.agent")
+
+SYSTEM_NS = "rlark-system"
+FINALIZER = "rlark.io/agent-cleanup"
+TASK_NAME_LABEL = "rlark.io/task-name"
+LOCAL_NAME_LABEL = "rlark.io/local-pod-name"
+LOCAL_NS_LABEL = "rlark.io/local-pod-namespace"
+ANN_STOPPING = "rlark-sim.rlinf.io/stopping-since"
+ANN_REQUESTS = "rlark-sim.rlinf.io/requests"
+ANN_BASE_USED = "rlark-sim.rlinf.io/base-used"
+HOSTNAME = "kubernetes.io/hostname"
+# Labels that exist only on the Node CR, never on the data-plane node (the scheduler cannot see them).
+DEFAULT_CR_ONLY_LABELS = ("rlark.io/cluster-id", "rlark.io/agent-type")
+
+
+def is_cluster_namespace(namespace):
+    return bool(namespace) and namespace.startswith("rlark-") and namespace != SYSTEM_NS
+
+
+def workload_of(task):
+    return ((task.get("spec") or {}).get("kubernetes") or {}).get("workload")
+
+
+def replicas_of(workload):
+    replicas = workload.get("replicas")
+    return 1 if replicas is None else int(replicas)
+
+
+def is_head(task):
+    return (task["metadata"].get("annotations") or {}).get("rlark.io/ray-role") == "head"
+
+
+def _set_env(container, name, value=None, field=None):
+    env = [e for e in container.get("env") or [] if e.get("name") != name]
+    item = {"name": name}
+    if field:
+        item["valueFrom"] = {"fieldRef": {"fieldPath": field}}
+    else:
+        item["value"] = "" if value is None else str(value)
+    env.append(item)
+    container["env"] = env
+
+
+def pvc_claims(task):
+    """(volume name, claim name, storage class) for each PVC volume; empty claimName -> pvc-<task>-<volume>."""
+    workload = workload_of(task) or {}
+    storage_map = workload.get("pvcStorageMap") or {}
+    name = task["metadata"]["name"]
+    out = []
+    for vol in ((workload.get("template") or {}).get("spec") or {}).get("volumes") or []:
+        pvc = vol.get("persistentVolumeClaim")
+        if pvc is None:
+            continue
+        claim = pvc.get("claimName") or "pvc-%s-%s" % (name, vol.get("name"))
+        out.append((vol.get("name"), claim, storage_map.get(pvc.get("claimName") or claim)))
+    return out
+
+
+def build_statefulset(task, privileged=True):
+    """The StatefulSet RLark's agent would apply in rlark-system, with the mutations that matter."""
+    meta = task["metadata"]
+    spec = task.get("spec") or {}
+    name = meta["name"]
+    ann = meta.get("annotations") or {}
+    head = is_head(task)
+    workload = workload_of(task)
+    template = copy.deepcopy(workload.get("template") or {})
+    tmeta = template.setdefault("metadata", {})
+    labels = dict(tmeta.get("labels") or {})
+    labels["app"] = name
+    tmeta["labels"] = labels
+    tann = dict(tmeta.get("annotations") or {})
+    tann.update(
+        {
+            "rlark.io/management-task-name": name,
+            "rlark.io/management-task-namespace": meta.get("namespace", ""),
+            "rlark.io/management-task-domain": spec.get("domain", ""),
+        }
+    )
+    tmeta["annotations"] = tann
+    pod = template.setdefault("spec", {})
+    script_cm = "ray-head-init" if head else "ray-worker-init"
+    for container in pod.get("containers") or []:
+        if container.get("name") != "main":
+            continue
+        container["command"] = ["bash", "/rlark/scripts/%s" % ("ray_head.sh" if head else "ray_worker.sh")]
+        _set_env(container, "RLARK_RAY_PORT", "6379")
+        _set_env(container, "RLARK_PREPARE_SCRIPT", spec.get("prepareScript", ""))
+        _set_env(container, "RLARK_SSH_PUBLIC_KEY", spec.get("sshPublicKey", ""))
+        _set_env(container, "RLARK_NODE_RANK_START", ann.get("rlark.io/ray-node-rank-start", "0"))
+        _set_env(container, "POD_NAME", field="metadata.name")
+        if head:
+            _set_env(container, "RLARK_RUN_SCRIPT", spec.get("runScript", ""))
+            _set_env(container, "RLARK_TOTAL_NODES", ann.get("rlark.io/ray-total-nodes", "1"))
+            _set_env(container, "RLARK_NODE_IP", field="status.podIP")
+            _set_env(container, "RLARK_DOMAIN", spec.get("domain", ""))
+        else:
+            head_task = ann.get("rlark.io/ray-head-task-name", "")
+            addr = "%s-0.rlark-domain" % head_task if spec.get("domain") else "%s-ray-head" % head_task
+            _set_env(container, "RLARK_HEAD_ADDRESS", addr)
+        mounts = [m for m in container.get("volumeMounts") or [] if m.get("mountPath") != "/rlark/scripts"]
+        mounts.append({"name": "rlark-ray-scripts", "mountPath": "/rlark/scripts"})
+        container["volumeMounts"] = mounts
+    if any(c.get("name") == "main" for c in pod.get("containers") or []):
+        volumes = [v for v in pod.get("volumes") or [] if v.get("name") != "rlark-ray-scripts"]
+        volumes.append({"name": "rlark-ray-scripts", "configMap": {"name": script_cm, "defaultMode": 0o755}})
+        pod["volumes"] = volumes
+    for vol, claim, _cls in pvc_claims(task):
+        for v in pod.get("volumes") or []:
+            if v.get("name") == vol:
+                v["persistentVolumeClaim"]["claimName"] = claim
+    for container in (pod.get("containers") or []) + (pod.get("initContainers") or []):
+        if privileged:
+            sc = dict(container.get("securityContext") or {})
+            sc["privileged"] = True
+            container["securityContext"] = sc
+    selector = spec.get("nodeSelector") or {}
+    singles = {k: v for k, v in selector.items() if "," not in str(v)}
+    commas = {k: v for k, v in selector.items() if "," in str(v)}
+    affinity = pod.setdefault("affinity", {})
+    if singles:
+        pod["nodeSelector"] = dict(singles)
+    if commas:
+        # One term per key: Kubernetes ORs nodeSelectorTerms (RLark's behaviour, kept on purpose).
+        terms = [
+            {"matchExpressions": [{"key": k, "operator": "In", "values": [x.strip() for x in str(v).split(",")]}]}
+            for k, v in sorted(commas.items())
+        ]
+        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+    anti = affinity.setdefault("podAntiAffinity", {})
+    required = list(anti.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+    required.append({"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": HOSTNAME})
+    anti["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    if not head:
+        pod["hostNetwork"] = True
+        pod["dnsPolicy"] = "ClusterFirstWithHostNet"
+    head_task = ann.get("rlark.io/ray-head-task-name") or name
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": name,
+            "namespace": SYSTEM_NS,
+            "labels": {"app": name},
+            "annotations": {
+                "rlark.io/management-task-name": name,
+                "rlark.io/management-task-namespace": meta.get("namespace", ""),
+                "rlark.io/management-task-uid": meta.get("uid", ""),
+                "rlark.io/management-task-resource-version": meta.get("resourceVersion", ""),
+            },
+        },
+        "spec": {
+            "replicas": replicas_of(workload),
+            "serviceName": "%s-ray-head" % head_task,
+            "podManagementPolicy": "OrderedReady",
+            "selector": {"matchLabels": {"app": name}},
+            "template": template,
+        },
+    }
+
+
+def build_head_service(task):
+    name = task["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "%s-ray-head" % name,
+            "namespace": SYSTEM_NS,
+            "annotations": {"rlark.io/management-task-namespace": task["metadata"].get("namespace", "")},
+        },
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {"app": name},
+            "ports": [
+                {"name": "gcs", "port": 6379},
+                {"name": "dashboard", "port": 8265},
+                {"name": "metrics", "port": 8080},
+            ],
+        },
+    }
+
+
+def parse_quantity(value):
+    """Integer-ish quantity (GPUs, devices); enough for extended resources, which must be integers."""
+    if value is None:
+        return 0
+    text = str(value).strip()
+    suffixes = {"k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for suffix in sorted(suffixes, key=len, reverse=True):
+        if text.endswith(suffix):
+            return int(float(text[: -len(suffix)]) * suffixes[suffix])
+    if text.endswith("m"):
+        return int(text[:-1]) / 1000.0
+    return float(text) if "." in text else int(text)
+
+
+def is_tracked_resource(key):
+    return key == "nvidia.com/gpu" or key == "rlinf.io/device" or key.startswith("rlinf.io/device-")
+
+
+def pod_requests(pod_spec):
+    """Summed container requests of the tracked resources (limits stand in for missing requests)."""
+    total = {}
+    for container in pod_spec.get("containers") or []:
+        res = container.get("resources") or {}
+        merged = dict(res.get("limits") or {})
+        merged.update(res.get("requests") or {})
+        for key, value in merged.items():
+            if is_tracked_resource(key):
+                total[key] = total.get(key, 0) + parse_quantity(value)
+    return total
+
+
+def _expr_matches(expr, labels):
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    return False
+
+
+def node_matches(pod_spec, labels):
+    """Pod nodeSelector (all equal) AND required node affinity (terms ORed, expressions ANDed)."""
+    for key, value in (pod_spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required:
+        terms = required.get("nodeSelectorTerms") or []
+        if not any(all(_expr_matches(e, labels) for e in t.get("matchExpressions") or []) for t in terms):
+            return False
+    return True
+
+
+def free_resources(node, pods_on_node):
+    """allocatable - base used - requests of simulated pods on the node."""
+    status = node.get("status") or {}
+    alloc = {k: parse_quantity(v) for k, v in (status.get("allocatable") or {}).items()}
+    base = base_used(node)
+    free = {k: v - base.get(k, 0) for k, v in alloc.items()}
+    for pod in pods_on_node:
+        for key, value in pod_requests_of_cr(pod).items():
+            free[key] = free.get(key, 0) - value
+    return free
+
+
+def base_used(node):
+    ann = (node["metadata"].get("annotations") or {}).get(ANN_BASE_USED)
+    if ann is not None:
+        return {k: parse_quantity(v) for k, v in json.loads(ann).items()}
+    return {k: parse_quantity(v) for k, v in ((node.get("status") or {}).get("used") or {}).items()}
+
+
+def pod_requests_of_cr(pod):
+    raw = (pod["metadata"].get("annotations") or {}).get(ANN_REQUESTS)
+    return json.loads(raw) if raw else {}
+
+
+def ineligibility(node, pod_spec, requests, pods_on_node, cr_only_labels):
+    """None if the pod fits on the node, else a scheduler-like reason."""
+    status = node.get("status") or {}
+    if status.get("phase") != "Online":
+        return "node(s) were not ready"
+    if (node.get("spec") or {}).get("unschedulable"):
+        return "node(s) were unschedulable"
+    labels = {k: v for k, v in (node["metadata"].get("labels") or {}).items() if k not in cr_only_labels}
+    if not node_matches(pod_spec, labels):
+        return "node(s) didn't match Pod's node affinity/selector"
+    free = free_resources(node, pods_on_node)
+    for key, value in requests.items():
+        if free.get(key, 0) < value:
+            return "Insufficient %s" % key
+    return None
+
+
+def pod_ip(pod_name, node, host_network):
+    if host_network:
+        for addr in (node.get("status") or {}).get("addresses") or []:
+            if addr.get("type") == "InternalIP":
+                return addr["address"]
+        digest = hashlib.sha256(node["metadata"]["name"].encode()).digest()
+        return "192.168.%d.%d" % (digest[0], max(1, digest[1]))
+    digest = hashlib.sha256(pod_name.encode()).digest()
+    return "10.244.%d.%d" % (digest[0], max(1, digest[1]))
+
+
+def ordinal_of(pod):
+    local = (pod["metadata"].get("labels") or {}).get(LOCAL_NAME_LABEL, "")
+    tail = local.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def iso_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def iso_age(stamp):
+    then = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    return (datetime.datetime.now(datetime.timezone.utc) - then).total_seconds()
+
+
+class Agent:
+    def __init__(self, kube, tasks, nodes, pods, sts, node_index, grace_seconds=5.0, cr_only_labels=None):
+        self.kube = kube
+        self.tasks = tasks
+        self.nodes = nodes
+        self.pods = pods
+        self.sts = sts
+        self.node_index = node_index
+        self.grace = float(grace_seconds)
+        self.cr_only = tuple(DEFAULT_CR_ONLY_LABELS if cr_only_labels is None else cr_only_labels)
+        self.dirty_nodes = set()
+        self._scanned_used = False
+        self._ensured = set()
+        self.privileged = True
+
+    # ---------------------------------------------------------------- pass
+    def reconcile_all(self):
+        if not self._scanned_used:
+            # Nodes we accounted before a restart must be recomputed once.
+            for node in self.nodes.snapshot():
+                if ANN_BASE_USED in (node["metadata"].get("annotations") or {}):
+                    self.dirty_nodes.add((node["metadata"]["namespace"], node["metadata"]["name"]))
+            self._scanned_used = True
+        tasks = [t for t in self.tasks.snapshot() if is_cluster_namespace(t["metadata"].get("namespace"))]
+        pods_by_task = {}
+        for pod in self.pods.snapshot():
+            ns = pod["metadata"].get("namespace")
+            task_name = (pod["metadata"].get("labels") or {}).get(TASK_NAME_LABEL)
+            if task_name:
+                pods_by_task.setdefault((ns, task_name), []).append(pod)
+        live = set()
+        for task in tasks:
+            key = (task["metadata"]["namespace"], task["metadata"]["name"])
+            live.add(key)
+            try:
+                if (task.get("spec") or {}).get("agentType") != "Kubernetes" or workload_of(task) is None:
+                    continue
+                if task["metadata"].get("deletionTimestamp"):
+                    self.cleanup(task, pods_by_task.get(key, []))
+                else:
+                    self.reconcile(task, pods_by_task.get(key, []))
+            except ApiError as exc:
+                if exc.status != 409:
+                    log.warning("task %s/%s: %s", key[0], key[1], exc)
+            except Exception:
+                log.exception("task %s/%s: reconcile failed", key[0], key[1])
+        for key, pods in pods_by_task.items():
+            if key not in live and is_cluster_namespace(key[0]):
+                for pod in pods:  # Pod CRs of a Task that no longer exists
+                    self.delete_pod(pod)
+        self.sync_node_used()
+
+    # ---------------------------------------------------------------- task
+    def reconcile(self, task, pods):
+        meta = task["metadata"]
+        if FINALIZER not in (meta.get("finalizers") or []):
+            body = {"metadata": {"finalizers": [*(meta.get("finalizers") or []), FINALIZER]}}
+            body["metadata"]["resourceVersion"] = meta["resourceVersion"]
+            task = self.kube.merge_patch(crd_path("tasks", meta["namespace"], meta["name"]), body)
+            self.tasks.put(task)
+            meta = task["metadata"]
+        workload = workload_of(task)
+        kind = workload.get("kind") or "StatefulSet"
+        if kind not in ("StatefulSet", "Deployment", "DaemonSet"):
+            self.set_status(task, "Pending", "unknown workload kind %s" % kind, None)
+            return
+        want = build_statefulset(task, privileged=self.privileged)
+        try:
+            try:
+                self.apply_workload(task, want)
+            except ApiError as exc:
+                if not (exc.status == 422 and "privileged: Forbidden" in exc.message and self.privileged):
+                    raise
+                # kube-apiserver started without --allow-privileged: keep going, say why once.
+                log.warning("API server forbids privileged containers (start it with --allow-privileged=true)")
+                self.privileged = False
+                want = build_statefulset(task, privileged=False)
+                self.apply_workload(task, want)
+            self.apply_pvcs(task)
+        except ApiError as exc:
+            if exc.status in (400, 422):
+                self.set_status(task, "Pending", "invalid workload: %s" % exc.message, None)
+                return
+            raise
+        replicas = replicas_of(workload)
+        pod_spec = want["spec"]["template"]["spec"]
+        keep, remove = [], []
+        for pod in pods:
+            (keep if 0 <= ordinal_of(pod) < replicas else remove).append(pod)
+        # A pod already terminating keeps terminating even if the Task scales back up (a new one follows).
+        self.retire(remove + [p for p in keep if ANN_STOPPING in _ann(p)])
+        if replicas == 0:
+            self.set_status(task, "Stopped", None, None)
+            return
+        message = self.place(task, pod_spec, keep, replicas)
+        running = [p for p in self.pods_of(task) if (p.get("status") or {}).get("phase") == "Running"]
+        running = [p for p in running if 0 <= ordinal_of(p) < replicas and ANN_STOPPING not in _ann(p)]
+        if len(running) >= replicas:
+            nodes = [p["status"]["node"] for p in sorted(running, key=ordinal_of)]
+            self.set_status(task, "Running", None, nodes)
+        else:
+            self.set_status(task, "Pending", message or "waiting for %d/%d replicas" % (len(running), replicas), None)
+
+    def pods_of(self, task):
+        ns, name = task["metadata"]["namespace"], task["metadata"]["name"]
+        return [
+            p
+            for p in self.pods.snapshot()
+            if p["metadata"].get("namespace") == ns and (p["metadata"].get("labels") or {}).get(TASK_NAME_LABEL) == name
+        ]
+
+    def apply_workload(self, task, want):
+        name = task["metadata"]["name"]
+        have = self.sts.get(SYSTEM_NS, name)
+        path = core_path("apps/v1", "statefulsets", SYSTEM_NS)
+        if have is None:
+            have = self.kube.get_or_none(core_path("apps/v1", "statefulsets", SYSTEM_NS, name))
+        if have is None:
+            created = self.kube.create_if_missing(path, want)
+            if created:
+                log.info("created statefulset %s/%s", SYSTEM_NS, name)
+                self.sts.put(created)
+        else:
+            hann = have["metadata"].get("annotations") or {}
+            if hann.get("rlark.io/management-task-namespace") != task["metadata"]["namespace"]:
+                # Same Task name in two clusters shares this one rlark-system: validate without storing.
+                self.kube.create(path, want, params={"dryRun": "All"})
+            elif hann.get("rlark.io/management-task-resource-version") != task["metadata"]["resourceVersion"]:
+                body = copy.deepcopy(have)
+                body["metadata"]["annotations"] = dict(hann, **want["metadata"]["annotations"])
+                body["spec"]["replicas"] = want["spec"]["replicas"]
+                body["spec"]["template"] = want["spec"]["template"]
+                updated = self.kube.replace(core_path("apps/v1", "statefulsets", SYSTEM_NS, name), body)
+                self.sts.put(updated)
+        key = (task["metadata"]["namespace"], name)
+        if is_head(task) and key not in self._ensured:
+            self.kube.create_if_missing(core_path("v1", "services", SYSTEM_NS), build_head_service(task))
+            self._ensured.add(key)
+
+    def apply_pvcs(self, task):
+        name = task["metadata"]["name"]
+        for _vol, claim, cls in pvc_claims(task):
+            if ("pvc", claim) in self._ensured:
+                continue
+            body = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": claim,
+                    "namespace": SYSTEM_NS,
+                    "labels": {"rlark.io/task": name},
+                    "annotations": {"rlark.io/pvc-owner": "rlark-agent", "rlark.io/pvc-owner-task": name},
+                },
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}},
+            }
+            if cls:
+                body["spec"]["storageClassName"] = cls
+            self.kube.create_if_missing(core_path("v1", "persistentvolumeclaims", SYSTEM_NS), body)
+            self._ensured.add(("pvc", claim))
+
+    def place(self, task, pod_spec, pods, replicas):
+        """Create a Pod CR per missing ordinal on a distinct eligible node; returns a Pending message or None."""
+        meta = task["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        by_ordinal = {ordinal_of(p): p for p in pods}
+        requests = pod_requests(pod_spec)
+        nodes = self.node_index.nodes_in(ns)
+        pods_by_node = {}
+        for pod in self.pods.snapshot():
+            if pod["metadata"].get("namespace") == ns and (pod.get("status") or {}).get("node"):
+                pods_by_node.setdefault(pod["status"]["node"], []).append(pod)
+        used_by_task = {(p.get("status") or {}).get("node") for p in pods if (p.get("status") or {}).get("node")}
+        message = None
+        for ordinal in range(replicas):
+            existing = by_ordinal.get(ordinal)
+            if existing is not None and (existing.get("status") or {}).get("node"):
+                continue
+            reasons = {}
+            chosen = None
+            for node in nodes:
+                node_name = node["metadata"]["name"]
+                if node_name in used_by_task:
+                    reasons["node(s) didn't match pod anti-affinity rules"] = (
+                        reasons.get("node(s) didn't match pod anti-affinity rules", 0) + 1
+                    )
+                    continue
+                why = ineligibility(node, pod_spec, requests, pods_by_node.get(node_name, []), self.cr_only)
+                if why is None:
+                    chosen = node
+                    break
+                reasons[why] = reasons.get(why, 0) + 1
+            local = "%s-%d" % (name, ordinal)
+            if chosen is None:
+                detail = ", ".join("%d %s" % (n, r) for r, n in sorted(reasons.items()))
+                message = "pod %s: 0/%d nodes are available%s" % (local, len(nodes), (": " + detail) if detail else "")
+                if existing is None:
+                    self.create_pod(task, ordinal, None, requests, pod_spec, message)
+                # OrderedReady: later ordinals wait for this one.
+                break
+            node_name = chosen["metadata"]["name"]
+            used_by_task.add(node_name)
+            if existing is None:
+                pod = self.create_pod(task, ordinal, chosen, requests, pod_spec, None)
+            else:
+                pod = self.bind_pod(existing, chosen, pod_spec)
+            if pod is not None:
+                pods_by_node.setdefault(node_name, []).append(pod)
+            self.dirty_nodes.add((ns, node_name))
+        return message
+
+    def create_pod(self, task, ordinal, node, requests, pod_spec, message):
+        meta = task["metadata"]
+        local = "%s-%d" % (meta["name"], ordinal)
+        body = {
+            "apiVersion": "rlinf.io/v1alpha1",
+            "kind": "Pod",
+            "metadata": {
+                "name": str(uuid.uuid4()),
+                "namespace": meta["namespace"],
+                "labels": {TASK_NAME_LABEL: meta["name"], LOCAL_NAME_LABEL: local, LOCAL_NS_LABEL: SYSTEM_NS},
+                "annotations": {ANN_REQUESTS: json.dumps(requests, sort_keys=True)},
+            },
+            "spec": {
+                "podName": local,
+                "podNamespace": SYSTEM_NS,
+                "taskName": meta["name"],
+                "taskNamespace": meta["namespace"],
+            },
+        }
+        if (task.get("spec") or {}).get("domain"):
+            body["spec"]["domain"] = task["spec"]["domain"]
+        created = self.kube.create(crd_path("pods", meta["namespace"]), body)
+        self.pods.put(created)
+        log.info("pod %s (%s) created on %s", local, created["metadata"]["name"], node and node["metadata"]["name"])
+        if node is None:
+            status = {"phase": "Pending", "message": message}
+            updated = self.kube.merge_patch(
+                crd_path("pods", meta["namespace"], created["metadata"]["name"], "status"), {"status": status}
+            )
+            self.pods.put(updated)
+            return updated
+        return self.bind_pod(created, node, pod_spec)
+
+    def bind_pod(self, pod, node, pod_spec):
+        name = pod["metadata"]["name"]
+        status = {
+            "phase": "Running",
+            "node": node["metadata"]["name"],
+            "ip": pod_ip(name, node, bool(pod_spec.get("hostNetwork"))),
+            "message": None,
+        }
+        updated = self.kube.merge_patch(
+            crd_path("pods", pod["metadata"]["namespace"], name, "status"), {"status": status}
+        )
+        self.pods.put(updated)
+        return updated
+
+    def retire(self, pods):
+        """Pods being stopped keep running for the grace period, then their Pod CRs go."""
+        for pod in pods:
+            since = _ann(pod).get(ANN_STOPPING)
+            if since is None:
+                if not (pod.get("status") or {}).get("node"):
+                    self.delete_pod(pod)  # never scheduled: nothing to wait for
+                    continue
+                updated = self.kube.merge_patch(
+                    crd_path("pods", pod["metadata"]["namespace"], pod["metadata"]["name"]),
+                    {"metadata": {"annotations": {ANN_STOPPING: iso_now()}}},
+                )
+                self.pods.put(updated)
+            elif iso_age(since) >= self.grace:
+                self.delete_pod(pod)
+
+    def delete_pod(self, pod):
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        self.kube.delete(crd_path("pods", ns, name))
+        self.pods.forget(ns, name)
+        node = (pod.get("status") or {}).get("node")
+        if node:
+            self.dirty_nodes.add((ns, node))
+        log.info("pod %s (%s) removed", (pod["metadata"].get("labels") or {}).get(LOCAL_NAME_LABEL), name)
+
+    def set_status(self, task, phase, message, nodes):
+        """Status subresource patch, only when phase/message change; observedNodes only on a phase change."""
+        status = task.get("status") or {}
+        if status.get("phase") == phase and (status.get("message") or None) == message:
+            return
+        patch = {"phase": phase, "message": message}
+        if status.get("phase") != phase and nodes:
+            patch["observedNodes"] = nodes
+        meta = task["metadata"]
+        updated = self.kube.merge_patch(crd_path("tasks", meta["namespace"], meta["name"], "status"), {"status": patch})
+        self.tasks.put(updated)
+        if status.get("phase") != phase:
+            log.info("task %s/%s: %s -> %s", meta["namespace"], meta["name"], status.get("phase"), phase)
+
+    # ---------------------------------------------------------------- deletion
+    def cleanup(self, task, pods):
+        meta = task["metadata"]
+        if FINALIZER not in (meta.get("finalizers") or []):
+            return
+        name, ns = meta["name"], meta["namespace"]
+        sts = self.kube.get_or_none(core_path("apps/v1", "statefulsets", SYSTEM_NS, name))
+        if (
+            sts is not None
+            and (sts["metadata"].get("annotations") or {}).get("rlark.io/management-task-namespace") == ns
+        ):
+            self.kube.delete(core_path("apps/v1", "statefulsets", SYSTEM_NS, name))
+            self.sts.forget(SYSTEM_NS, name)
+        svc = self.kube.get_or_none(core_path("v1", "services", SYSTEM_NS, "%s-ray-head" % name))
+        if svc is not None and (svc["metadata"].get("annotations") or {}).get("rlark.io/management-task-namespace") in (
+            ns,
+            None,
+        ):
+            self.kube.delete(core_path("v1", "services", SYSTEM_NS, "%s-ray-head" % name))
+        pvcs = self.kube.list(
+            core_path("v1", "persistentvolumeclaims", SYSTEM_NS), {"labelSelector": "rlark.io/task=%s" % name}
+        )
+        for pvc in pvcs.get("items", []):
+            self.kube.delete(core_path("v1", "persistentvolumeclaims", SYSTEM_NS, pvc["metadata"]["name"]))
+            self._ensured.discard(("pvc", pvc["metadata"]["name"]))
+        for pod in pods:
+            self.delete_pod(pod)
+        self._ensured.discard((ns, name))
+        finalizers = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
+        body = {"metadata": {"finalizers": finalizers or None, "resourceVersion": meta["resourceVersion"]}}
+        self.kube.merge_patch(crd_path("tasks", ns, name), body)
+        log.info("task %s/%s: cleaned up, finalizer removed", ns, name)
+
+    # ---------------------------------------------------------------- node usage
+    def sync_node_used(self):
+        if not self.dirty_nodes:
+            return
+        pods_by_node = {}
+        for pod in self.pods.snapshot():
+            node = (pod.get("status") or {}).get("node")
+            if node:
+                pods_by_node.setdefault((pod["metadata"]["namespace"], node), []).append(pod)
+        for key in sorted(self.dirty_nodes):
+            node = self.nodes.get(*key)
+            if node is None:
+                continue
+            try:
+                self._sync_one(node, pods_by_node.get(key, []))
+            except ApiError as exc:
+                log.warning("node %s/%s used: %s", key[0], key[1], exc)
+                continue
+            self.dirty_nodes.discard(key)
+
+    def _sync_one(self, node, pods):
+        meta = node["metadata"]
+        path = crd_path("nodes", meta["namespace"], meta["name"])
+        status = node.get("status") or {}
+        base_raw = (meta.get("annotations") or {}).get(ANN_BASE_USED)
+        if base_raw is None:
+            base_raw = json.dumps(status.get("used") or {}, sort_keys=True)
+            node = self.kube.merge_patch(path, {"metadata": {"annotations": {ANN_BASE_USED: base_raw}}})
+            self.nodes.put(node)
+        used = dict(json.loads(base_raw))
+        for pod in pods:
+            for key, value in pod_requests_of_cr(pod).items():
+                used[key] = _fmt(parse_quantity(used.get(key, 0)) + value)
+        if (node.get("status") or {}).get("used") != used:
+            updated = self.kube.merge_patch(path + "/status", {"status": {"used": used}})
+            self.nodes.put(updated)
+
+
+def _ann(obj):
+    return obj["metadata"].get("annotations") or {}
+
+
+def _fmt(value):
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def monotonic():
+    return time.monotonic()

@@ -1,0 +1,329 @@
+"""Simulated RLinf run inside each head pod: RLinf's log lines, steps, checkpoints, resume and kill.
+
+One thread per head Pod CR. All state lives in memory plus the files it writes, so a restarted
+simulator behaves like a restarted container: the run script reruns from scratch (resuming from its
+`runner.resume_dir` again) and appends to the same log file.
+"""
+
+import logging
+import os
+import threading
+import time
+import zipfile
+from io import BytesIO
+
+from . import layouts
+from .agent import ANN_STOPPING, LOCAL_NAME_LABEL, TASK_NAME_LABEL, is_head, ordinal_of, replicas_of, workload_of
+from .overrides import TrainerConfig, container_env, parse_overrides
+from .storage import resolve_path
+
+log = logging.getLogger("rlark_sim.trainer")
+
+
+class Killed(Exception):
+    pass
+
+
+class PodLog:
+    """The `main` container log of one pod: .sandbox/logs/<job>/<local-pod-name>.log (append only)."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, path):
+        self.path = path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+
+    def line(self, text):
+        with self._lock, open(self.path, "a") as fh:
+            fh.write(text + "\n")
+
+
+def checkpoint_problems(cfg, sink, base, step):
+    """Missing or broken entries of global_step_<step> by the completeness table (empty = complete)."""
+    problems = []
+    for rel in layouts.required_entries(cfg, step):
+        full = "%s/%s" % (base, rel) if base else rel
+        if not sink.exists(full):
+            problems.append("missing " + rel)
+            continue
+        if rel.endswith(".pt"):
+            data = sink.read(full)
+            if not zipfile.is_zipfile(BytesIO(data)):
+                problems.append("truncated " + rel)
+        if rel.endswith("latest_checkpointed_iteration.txt") and sink.read(full).decode().strip() != str(step):
+            problems.append("tracker of %s != %d" % (rel, step))
+    for rel in layouts.forbidden_leftovers(cfg, step):
+        full = "%s/%s" % (base, rel) if base else rel
+        if sink.exists(full):
+            problems.append("leftover " + rel)
+    return problems
+
+
+class Trainer(threading.Thread):
+    def __init__(self, pod, task, log_path, state_dir, s3, cluster_size):
+        super().__init__(name="trainer-%s" % pod["metadata"]["name"], daemon=True)
+        self.pod = pod
+        self.task = task
+        self.node = pod["status"]["node"]
+        self.local_name = pod["metadata"]["labels"][LOCAL_NAME_LABEL]
+        self.out = PodLog(log_path)
+        self.state_dir = state_dir
+        self.s3 = s3
+        self.cluster_size = cluster_size
+        self._killed = threading.Event()
+        self.step = 0
+
+    # ------------------------------------------------------------ control
+    def kill(self):
+        """SIGKILL: no message, no cleanup; a save in progress stays partial."""
+        self._killed.set()
+
+    def _check(self):
+        if self._killed.is_set():
+            raise Killed()
+
+    def _sleep(self, seconds):
+        if self._killed.wait(max(0.0, seconds)):
+            raise Killed()
+
+    def say(self, text):
+        self._check()
+        self.out.line(text)
+
+    def run(self):
+        try:
+            self._run()
+        except Killed:
+            log.info("%s: trainer killed at step %d", self.local_name, self.step)
+        except Exception as exc:  # a simulator bug must not take the process down
+            log.exception("%s: trainer crashed", self.local_name)
+            self.out.line("Traceback (most recent call last):")
+            self.out.line("%s: %s" % (type(exc).__name__, exc))
+
+    # ------------------------------------------------------------ the run script
+    def _run(self):
+        spec = self.task.get("spec") or {}
+        env = container_env(self.task)
+        ann = self.task["metadata"].get("annotations") or {}
+        total = int(ann.get("rlark.io/ray-total-nodes", "1") or 1)
+        script = spec.get("runScript") or ""
+        cfg = TrainerConfig(parse_overrides(script, env), env)
+        self.say(
+            "Starting Ray head node on %s (RLINF_NODE_RANK=%s)"
+            % (self.node, ann.get("rlark.io/ray-node-rank-start", "0"))
+        )
+        self._wait_cluster(total, cfg.ray_check_seconds)
+        if not script.strip():
+            self.say("No run script provided, keeping cluster alive.")
+            return
+        self.say("Executing run script...")
+        start = self._resume(cfg)
+        if start is None:
+            return  # the load failed: the run never advances
+        for step in range(start + 1, cfg.max_steps + 1):
+            self._sleep(cfg.step_seconds)
+            self.step = step
+            if cfg.save_interval > 0 and (step % cfg.save_interval == 0 or step == cfg.max_steps):
+                self._save(cfg, step)
+            self.say("Global Step: %d/%d" % (step, cfg.max_steps))
+
+    def _wait_cluster(self, total, timeout):
+        deadline = time.time() + timeout
+        while True:
+            alive = self.cluster_size()
+            if alive >= total:
+                self.say("Cluster is ready: %d/%d nodes alive." % (alive, total))
+                return
+            if time.time() >= deadline:
+                self.say("Error: Cluster did not become ready within 15 minutes (%d/%d nodes alive)." % (alive, total))
+                self.say("Warning: Ray cluster check failed, proceeding anyway.")
+                return
+            self._sleep(0.5)
+
+    def _sink(self, container_path):
+        return resolve_path(self.task, container_path, self.node, self.state_dir, self.s3, self.local_name)
+
+    # ------------------------------------------------------------ resume
+    def _resume(self, cfg):
+        """Start step (N of the loaded checkpoint, 0 from scratch) or None when the load failed."""
+        resume = cfg.resume_dir
+        if resume is None:
+            if cfg.reasoning:
+                self.say("Training from scratch")
+            return 0
+        if resume == "auto" and cfg.runner in ("reasoning", "agent"):
+            resume = self._auto_resume(cfg)
+            if resume is None:
+                return 0
+        tail = resume.split("global_step_")[-1]
+        try:
+            step = int(tail)
+        except ValueError:
+            self.say("Traceback (most recent call last):")
+            self.say('  File "rlinf/runners/runner.py", line 1, in init_workers')
+            self.say("ValueError: invalid literal for int() with base 10: '%s'" % tail)
+            return None
+        if cfg.runner not in ("reasoning", "agent", "coding", "sft"):
+            self.say("Resuming training from checkpoint directory %s." % resume)
+        if cfg.reasoning:
+            self.say("Load from checkpoint folder: %s" % resume)
+        sink, base = self._sink(resume)
+        problems = checkpoint_problems(cfg, sink, base, step)
+        if problems:
+            log.info("%s: resume from %s refused: %s", self.local_name, resume, problems)
+            self._load_failure(cfg, resume, sink, base)
+            return None
+        if cfg.megatron:
+            parts = ["actor"] + (["critic"] if cfg.critic and cfg.runner in ("reasoning", "agent") else [])
+            for part in parts:
+                self.say(" loading checkpoint from %s/%s at iteration %d" % (resume, part, step))
+                self.say(
+                    "  successfully loaded checkpoint from %s/%s [ t 1/%d, p 1/%d ] at iteration %d"
+                    % (resume, part, cfg.tp, cfg.pp, step)
+                )
+        if cfg.reasoning:
+            self.say("Setting global step to %d" % step)
+        return step
+
+    def _auto_resume(self, cfg):
+        root = cfg.checkpoints_root()
+        sink, base = self._sink(root)
+        steps = []
+        for name in sink.list_dirs(base):
+            if name.startswith("global_step_"):
+                steps.append(int(name.split("global_step_")[-1]))  # a *_bak name crashes, as in RLinf
+        if not steps:
+            self.say("No checkpoints found, starting from scratch")
+            return None
+        chosen = "%s/global_step_%d" % (root, max(steps))
+        self.say("Auto resume from checkpoint: %s" % chosen)
+        return chosen
+
+    def _load_failure(self, cfg, resume, sink, base):
+        if cfg.megatron:
+            self.say("WARNING: could not find the metadata file %s/actor/latest_checkpointed_iteration.txt " % resume)
+            self.say("    will not load any checkpoints and will start from random")
+            self.say(">> '--exit-on-missing-checkpoint' set ... exiting. <<")
+            return
+        dcp = "%s/actor/dcp_checkpoint" % resume
+        where = (
+            dcp
+            if sink.is_dir("%s/actor/dcp_checkpoint" % base if base else "actor/dcp_checkpoint")
+            else resume + "/actor"
+        )
+        self.say("Traceback (most recent call last):")
+        self.say('  File "rlinf/hybrid_engines/fsdp/strategy/checkpoint.py", line 1, in load_checkpoint')
+        self.say("FileNotFoundError: Could not find a valid DCP checkpoint under '%s'" % where)
+
+    # ------------------------------------------------------------ save
+    def _save(self, cfg, step):
+        ckpt_dir = cfg.checkpoint_dir(step)
+        if cfg.megatron:
+            fmt = "torch_dist" if cfg.backend == "megatron_torch_dist" else "torch"
+            self.say("saving checkpoint at iteration %7d to %s/actor in %s format" % (step, ckpt_dir, fmt))
+        elif cfg.runner in ("embodied", "offline", "sac", "dagger", "iql"):
+            self.say("Saving checkpoint at step %d." % step)
+        sink, base = self._sink(ckpt_dir)
+        plan = layouts.save_plan(cfg, step)
+        slots = len(plan) - 1 + sum(1 for op in plan if op[0] == "write" and layouts.splits_in_two(op[2]))
+        pause = cfg.save_seconds / max(1, slots)
+
+        def full(rel):
+            return "%s/%s" % (base, rel) if base else rel
+
+        for index, op in enumerate(plan):
+            if index:
+                self._sleep(pause)
+            self._check()
+            if op[0] == "rename":
+                sink.rename(full(op[1]), full(op[2]))
+                continue
+            _, rel, kind = op
+            data = layouts.payload(kind, rel, step)
+            if layouts.splits_in_two(kind):
+                half = len(data) // 2
+                sink.write(full(rel), data[:half])
+                self._sleep(pause)
+                sink.append(full(rel), data[half:])
+            else:
+                sink.write(full(rel), data)
+            if rel.endswith("latest_checkpointed_iteration.txt"):
+                part = rel.split("/", 1)[0]
+                self.say(
+                    "  successfully saved checkpoint from iteration %7d to %s/%s [ t 1/%d, p 1/%d ]"
+                    % (step, ckpt_dir, part, cfg.tp, cfg.pp)
+                )
+        log.info("%s: saved %s to %s", self.local_name, ckpt_dir, sink.describe())
+
+
+class TrainerManager:
+    """One trainer per Running head Pod CR (ordinal 0 of the head Task); kills them when the pod goes."""
+
+    def __init__(self, tasks, pods, state_dir, s3):
+        self.tasks = tasks
+        self.pods = pods
+        self.state_dir = state_dir
+        self.s3 = s3
+        self.trainers = {}
+        self.worker_logged = set()
+
+    def log_path(self, task, local_name):
+        job = (task["metadata"].get("labels") or {}).get("rlinf.io/job") or task["metadata"]["name"]
+        return os.path.join(self.state_dir, "logs", job, local_name + ".log")
+
+    def cluster_size_fn(self, task):
+        job = (task["metadata"].get("labels") or {}).get("rlinf.io/job")
+
+        def count():
+            names = {
+                (t["metadata"]["namespace"], t["metadata"]["name"])
+                for t in self.tasks.snapshot()
+                if job and (t["metadata"].get("labels") or {}).get("rlinf.io/job") == job
+            } or {(task["metadata"]["namespace"], task["metadata"]["name"])}
+            return sum(
+                1
+                for p in self.pods.snapshot()
+                if (p["metadata"].get("namespace"), (p["metadata"].get("labels") or {}).get(TASK_NAME_LABEL)) in names
+                and (p.get("status") or {}).get("phase") == "Running"
+            )
+
+        return count
+
+    def reconcile_all(self):
+        live = set()
+        for pod in self.pods.snapshot():
+            meta = pod["metadata"]
+            status = pod.get("status") or {}
+            if status.get("phase") != "Running" or not status.get("node"):
+                continue
+            task = self.tasks.get(meta.get("namespace"), (meta.get("labels") or {}).get(TASK_NAME_LABEL))
+            if task is None or task["metadata"].get("deletionTimestamp"):
+                continue
+            workload = workload_of(task)
+            if workload is None or replicas_of(workload) == 0 or ANN_STOPPING in (meta.get("annotations") or {}):
+                continue  # replicas 0: the trainer is killed at once, before the Pod CR goes
+            uid = meta["name"]
+            live.add(uid)
+            local = (meta.get("labels") or {}).get(LOCAL_NAME_LABEL, "")
+            if is_head(task) and ordinal_of(pod) == 0:
+                if uid not in self.trainers:
+                    trainer = Trainer(
+                        pod, task, self.log_path(task, local), self.state_dir, self.s3, self.cluster_size_fn(task)
+                    )
+                    self.trainers[uid] = trainer
+                    log.info("%s: trainer started on %s", local, status["node"])
+                    trainer.start()
+            elif uid not in self.worker_logged:
+                self.worker_logged.add(uid)
+                head = (task["metadata"].get("annotations") or {}).get("rlark.io/ray-head-task-name", "")
+                out = PodLog(self.log_path(task, local))
+                out.line("Waiting for Ray head at %s-ray-head:6379..." % head)
+                out.line("Ray worker node started on %s, connected to %s-ray-head:6379" % (status["node"], head))
+        for uid in list(self.trainers):
+            if uid not in live:
+                self.trainers.pop(uid).kill()
+        self.worker_logged &= live
+
+    def stop_all(self):
+        for trainer in self.trainers.values():
+            trainer.kill()
