@@ -64,7 +64,7 @@ def get_job(client, name):
 
 def list_tasks(client, name):
     """Every Task of the Job in any namespace (label rlinf.io/job), orphaned ones included."""
-    items, _ = client.list(TASKS, label_selector="%s=%s" % (JOB_LABEL, name))
+    items = client.list(TASKS, label_selector="%s=%s" % (JOB_LABEL, name))[0]
     return sorted(items, key=lambda t: (t["metadata"].get("namespace", ""), t["metadata"]["name"]))
 
 
@@ -74,7 +74,7 @@ def list_pods(client, task_names):
     pods = []
     for start in range(0, len(names), POD_SELECTOR_CHUNK):
         chunk = names[start : start + POD_SELECTOR_CHUNK]
-        items, _ = client.list(PODS, label_selector="%s in (%s)" % (POD_TASK_LABEL, ",".join(chunk)))
+        items = client.list(PODS, label_selector="%s in (%s)" % (POD_TASK_LABEL, ",".join(chunk)))[0]
         pods.extend(items)
     return sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
 
@@ -97,7 +97,7 @@ def read_tree(client, name, with_pods=True, job=None):
 
 
 def list_jobs(client, label_selector=None):
-    items, _ = client.list(JOBS, label_selector=label_selector)
+    items = client.list(JOBS, label_selector=label_selector)[0]
     return items
 
 
@@ -216,7 +216,7 @@ def ensure_present(client, desired, update=False, check_mode=False):
     Returns ``{changed, job, before, action, findings}``; raises ``Refused`` on unsafe changes.
     """
     name = job_name(desired)
-    for _ in range(MAX_CONFLICT_RETRIES):
+    for _attempt in range(MAX_CONFLICT_RETRIES):
         live = get_job(client, name)
         if live is None:
             created = client.create(JOBS, desired, dry_run=check_mode)
@@ -276,7 +276,7 @@ def set_stopped(client, name, stopped, check_mode=False):
     exactly one reports a change. Returns ``{changed, job, before, action}``.
     """
     action = "stop" if stopped else "start"
-    for _ in range(MAX_CONFLICT_RETRIES):
+    for _attempt in range(MAX_CONFLICT_RETRIES):
         live = get_job(client, name)
         if live is None:
             raise Refused(
@@ -452,7 +452,7 @@ def read_many(client, jobs, with_nodes=True):
     tasks_by_job = {}
     for start in range(0, len(names), POD_SELECTOR_CHUNK):
         chunk = names[start : start + POD_SELECTOR_CHUNK]
-        items, _ = client.list(TASKS, label_selector="%s in (%s)" % (JOB_LABEL, ",".join(chunk)))
+        items = client.list(TASKS, label_selector="%s in (%s)" % (JOB_LABEL, ",".join(chunk)))[0]
         for task in items:
             tasks_by_job.setdefault(task["metadata"].get("labels", {}).get(JOB_LABEL), []).append(task)
     all_task_names = []

@@ -195,7 +195,7 @@ def _from_kubeconfig(settings, kubeconfig, context):
     if isinstance(kubeconfig, dict):
         data = kubeconfig
     else:
-        path = os.path.expanduser(str(kubeconfig).split(os.pathsep)[0])
+        path = os.path.expanduser(str(kubeconfig).split(os.pathsep, 1)[0])
         base_dir = os.path.dirname(os.path.abspath(path))
         data = _load_yaml(path)
     context = context or data.get("current-context")

@@ -23,7 +23,7 @@ description:
   - O(copy_from) creates a new Job named O(name) from the full stored spec of another Job, every pod field kept,
     optionally resuming from a checkpoint with O(resume_dir). The source Job is never modified.
 author:
-  - rlark.ops contributors
+  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.auth
 attributes:
@@ -34,6 +34,7 @@ attributes:
     support: full
     description: Shows the Job before and after, without resourceVersion, generation, managedFields and status.
   platform:
+    support: full
     platforms: posix
     description: Runs on the controller or any host that can reach the API server.
 options:
@@ -107,7 +108,7 @@ options:
     type: int
     default: 2
 notes:
-  - Pod CRs are read only when they tell something. Without O(wait), V(stopped) and V(started) return no O(pods)
+  - Pod CRs are read only when they tell something. Without O(wait), V(stopped) and V(started) return no RV(pods)
     (stop and start each take at most three API calls).
 seealso:
   - module: rlark.ops.rlark_job_info

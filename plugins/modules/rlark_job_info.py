@@ -17,7 +17,7 @@ description:
   - Lists are paged with C(limit)/C(continue); Tasks and Pod CRs of many Jobs are read in batches.
   - Never changes anything.
 author:
-  - rlark.ops contributors
+  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.auth
 attributes:
@@ -28,6 +28,7 @@ attributes:
     support: none
     description: Nothing changes, so there is no diff.
   platform:
+    support: full
     platforms: posix
     description: Runs on the controller or any host that can reach the API server.
 options:
@@ -129,11 +130,11 @@ def main():
             selector = ",".join(p["label_selectors"])
             if jobs and selector:
                 # Filter one named Job by the selectors the same way the server would.
-                jobs, _ = client.list(
+                jobs = client.list(
                     "/apis/rlinf.io/v1alpha1/jobs",
                     label_selector=selector,
                     field_selector="metadata.name=%s" % p["name"],
-                )
+                )[0]
         else:
             jobs = list_jobs(client, ",".join(p["label_selectors"]) or None)
         resources = read_many(client, jobs, with_nodes=p["nodes"]) if jobs else []

@@ -22,7 +22,7 @@ description:
   - One call proves all selectors of a Job. Node CRs are filtered server-side, one paged list per distinct selector.
   - Fails when a finding is an error unless O(fail_on_findings=false). Never changes anything.
 author:
-  - rlark.ops contributors
+  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.auth
 attributes:
@@ -33,6 +33,7 @@ attributes:
     support: none
     description: Nothing changes, so there is no diff.
   platform:
+    support: full
     platforms: posix
     description: Runs on the controller or any host that can reach the API server.
 options:

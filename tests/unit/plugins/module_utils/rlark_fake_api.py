@@ -95,7 +95,7 @@ class FakeApi:
         return self.objects.get((plural, namespace, name))
 
     def fail_next(self, response, method=None, times=1, path_contains=None):
-        for _ in range(times):
+        for _count in range(times):
             self.faults.append((method, path_contains, response))
 
     def count(self, method=None):

@@ -273,7 +273,7 @@ def test_absent_check():
     api = FakeApi()
     api.add("tasks", task_obj("demo", "actor"))
     client = make_client(api)
-    done, summary, _ = jobs.absent_check(client, "demo")()
+    done, summary, _tree = jobs.absent_check(client, "demo")()
     assert not done and summary == "Job gone, 1 task(s) remaining"
 
 

@@ -200,7 +200,7 @@ def test_list_restarts_on_410_gone():
 
     api.send = send
     client = make_client(api)
-    items, _ = client.list("/apis/rlinf.io/v1alpha1/nodes", limit=2)
+    items = client.list("/apis/rlinf.io/v1alpha1/nodes", limit=2)[0]
     assert [i["metadata"]["name"] for i in items] == ["n0", "n1", "n2", "n3", "n4"]  # no duplicates
     assert client.api_calls == 5  # page 1, expired page 2, then pages 1-3 again
 

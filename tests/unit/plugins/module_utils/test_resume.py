@@ -127,16 +127,16 @@ def test_copy_keeps_everything_but_name_and_override():
 def test_copy_stopped_is_explicit_and_names_are_validated():
     new, found = resume.copy_job(job(), "demo-copy", stopped=True)
     assert new["spec"]["stopped"] is True and found == []
-    _, found = resume.copy_job(job(), "x" * 48)
+    _entries, found = resume.copy_job(job(), "x" * 48)
     assert "task-name-too-long" in [f["id"] for f in found]
-    _, found = resume.copy_job(job(), "Bad_Name")
+    _entries, found = resume.copy_job(job(), "Bad_Name")
     assert "job-name-invalid" in [f["id"] for f in found]
-    _, found = resume.copy_job(job(), "demo")
+    _entries, found = resume.copy_job(job(), "demo")
     assert "copy-same-name" in [f["id"] for f in found]
 
 
 def test_copy_warns_about_agent_pvcs():
-    _, found = resume.copy_job(job(pvc=True), "demo-r1")
+    _entries, found = resume.copy_job(job(pvc=True), "demo-r1")
     assert {f["id"] for f in found} == {"copy-agent-pvc"}
     assert all(f["severity"] == "warning" for f in found)
     assert "pvc-demo-actor-ckpt" in found[0]["message"] and "new, empty claim" in found[0]["message"]
@@ -146,9 +146,9 @@ def test_resume_without_head_or_site_is_an_error():
     src = job()
     for t in src["spec"]["tasks"]:
         t.pop("head", None)
-    _, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
+    _entries, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
     assert [f["id"] for f in found] == ["resume-no-head"]
     src = job()
     src["spec"]["tasks"][0]["runScript"] = "bash /opt/run.sh"
-    _, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
+    _entries, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
     assert [f["id"] for f in found] == ["resume-no-override-site"]

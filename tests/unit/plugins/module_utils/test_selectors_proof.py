@@ -110,12 +110,12 @@ def test_a_good_job_proves_clean():
     ],
 )
 def test_each_finding(task, expected):
-    _, found = prove([task])
+    _entries, found = prove([task])
     assert ids(found) == expected
 
 
 def test_multivalue_counts_every_listed_value_in_the_resolved_cluster():
-    entries, _ = prove([{"name": "t", "selector": {"rlinf.io/pool": "rollout,head"}, "replicas": 3}])
+    entries, _found = prove([{"name": "t", "selector": {"rlinf.io/pool": "rollout,head"}, "replicas": 3}])
     assert entries[0]["label_selector"] == "rlinf.io/pool in (head,rollout)"
     assert entries[0]["resolution_selector"] == {"rlinf.io/pool": "rollout"}
     assert entries[0]["count"] == 3
@@ -138,14 +138,14 @@ def test_multi_cluster_lists_every_cluster_and_cordoned_node_in_the_first():
 
 def test_wrong_cluster_and_drift():
     task = {"name": "t", "selector": {"kubernetes.io/hostname": "h100-01"}}
-    _, found = prove([task], cluster_id="rlark-a100", expected_nodes={"t": ["a100-01"]})
+    _entries, found = prove([task], cluster_id="rlark-a100", expected_nodes={"t": ["a100-01"]})
     assert ids(found) == ["selector-drift", "selector-wrong-cluster"]
-    _, found = prove([task], cluster_id="h100", expected_nodes={"t": ["h100-01"]})
+    _entries, found = prove([task], cluster_id="h100", expected_nodes={"t": ["h100-01"]})
     assert found == []
 
 
 def test_fewer_replicas_than_matches_is_a_warning():
-    _, found = prove([{"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 1}])
+    _entries, found = prove([{"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 1}])
     assert [(f["id"], f["severity"]) for f in found] == [("replicas-match-count", "warning")]
 
 

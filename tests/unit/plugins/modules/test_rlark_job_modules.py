@@ -35,7 +35,7 @@ def run_module(module, args, api, monkeypatch, check_mode=False, diff=False, cap
         args["_ansible_diff"] = True
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
         module.main()
-    out, _ = capsys.readouterr()
+    out = capsys.readouterr()[0]
     result = json.loads(out)
     result["_rc"] = exc.value.code
     result["_params"] = captured.get("params")
@@ -66,7 +66,7 @@ def test_check_mode_stop_is_a_server_dry_run(monkeypatch, capsys):
     api = seeded()
     r = run_module(rlark_job, {"name": "demo", "state": "stopped"}, api, monkeypatch, check_mode=True, capsys=capsys)
     assert r["changed"] and api.get("jobs", "demo")["spec"]["stopped"] is False
-    assert [q.get("dryRun") for m, _, q, _ in api.requests if m == "PATCH"] == ["All"]
+    assert [r[2].get("dryRun") for r in api.requests if r[0] == "PATCH"] == ["All"]
 
 
 def test_create_from_definition_string_then_unchanged(monkeypatch, capsys):

@@ -1,0 +1,448 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""rlark_job / rlark_job_info against the sandbox: real kube-apiserver + etcd, rlark-sim as RLark.
+
+Modules run through ``ansible-playbook`` (so ``--check`` and ``--diff`` are the real thing) with the
+least-privilege ``operator`` kubeconfig; fixtures use the admin kubeconfig through the collection's
+own client.
+"""
+
+import contextlib
+import copy
+import json
+import os
+import random
+import re
+import string
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
+
+from ansible_collections.rlark.ops.plugins.module_utils import jobs as jobs_core  # noqa: E402
+from ansible_collections.rlark.ops.plugins.module_utils.kube import (  # noqa: E402
+    ApiError,
+    client_from_params,
+    resource_path,
+)
+
+pytestmark = pytest.mark.sandbox
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+# --- helpers shared by the job and node_match integration tests -----------------------------------
+
+
+def unique(prefix="h3"):
+    return "%s-%s" % (prefix, "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(6)))
+
+
+def admin_client(sandbox, timeout=120):
+    return client_from_params({"kubeconfig": sandbox.kubeconfig}, timeout=timeout)
+
+
+def playbook_env(sandbox, extra=None):
+    env = dict(os.environ)
+    env.update(sandbox.env())
+    env.update(
+        {
+            "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".build", "collections"),
+            "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+            "ANSIBLE_LOCALHOST_WARNING": "False",
+            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        }
+    )
+    env.update(extra or {})
+    return env
+
+
+def run_module(sandbox, module, args, check=False, diff=False, kubeconfig="operator", env=None):
+    """Run one module task with ansible-playbook; returns (registered result, stdout)."""
+    args = dict(args)
+    if kubeconfig and "kubeconfig" not in args and "host" not in args:
+        args["kubeconfig"] = sandbox.kubeconfig_operator if kubeconfig == "operator" else kubeconfig
+    workdir = tempfile.mkdtemp(prefix="h3-play-")
+    out = os.path.join(workdir, "result.json")
+    play = [
+        {
+            "name": "Integration test",
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {"name": "Module under test", "rlark.ops." + module: args, "register": "result", "ignore_errors": True},
+                {
+                    "name": "Save the result",
+                    "ansible.builtin.copy": {"content": "{{ result | to_json }}", "dest": out, "mode": "0600"},
+                    "check_mode": False,
+                },
+            ],
+        }
+    ]
+    path = os.path.join(workdir, "play.yml")
+    with open(path, "w") as handle:
+        yaml.safe_dump(play, handle)
+    cmd = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", path]
+    cmd += ["--check"] if check else []
+    cmd += ["--diff"] if diff else []
+    proc = subprocess.run(cmd, env=playbook_env(sandbox, env), capture_output=True, text=True, timeout=900)
+    assert os.path.exists(out), "ansible-playbook failed:\n%s\n%s" % (proc.stdout, proc.stderr)
+    with open(out) as handle:
+        return json.load(handle), proc.stdout
+
+
+def demo_job(name, stopped=False):
+    """Three StatefulSet tasks on the a100 cluster, no GPU requests (other tests share the fleet)."""
+
+    def template(head=False):
+        main = {
+            "name": "main",
+            "image": "rlinf/rlinf:agentic-rlinf0.1-torch2.6.0",
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+        }
+        return {
+            "spec": {
+                "containers": [main],
+                "volumes": [{"name": "data", "hostPath": {"path": "/data/rlinf"}}],
+            }
+        }
+
+    def task(tname, role, selector, replicas, head=False):
+        t = {
+            "name": tname,
+            "role": role,
+            "agentType": "Kubernetes",
+            "nodeSelector": selector,
+            "kubernetes": {"workload": {"kind": "StatefulSet", "replicas": replicas, "template": template(head)}},
+        }
+        if head:
+            t["head"] = True
+            t["runScript"] = (
+                "cd /opt/rlinf && python examples/embodiment/train_embodied_agent.py --config-name h3 "
+                "runner.logger.log_path=/data/rlinf/h3/%s runner.save_interval=100000 runner.max_steps=1000000" % name
+            )
+        return t
+
+    return {
+        "apiVersion": "rlinf.io/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {"rlark-test": "h3"}},
+        "spec": {
+            "stopped": stopped,
+            "tasks": [
+                task("actor", "Actor", {"kubernetes.io/hostname": "a100-01"}, 1, head=True),
+                task("rollout", "Rollout", {"rlinf.io/pool": "rollout"}, 2),
+                task("env", "Env", {"kubernetes.io/hostname": "a100-02"}, 1),
+            ],
+        },
+    }
+
+
+@pytest.fixture
+def cleanup(sandbox):
+    """Names of Jobs to delete (admin, background) after the test."""
+    names = []
+    yield names
+    client = admin_client(sandbox)
+    for name in names:
+        with contextlib.suppress(ApiError):  # already gone
+            client.delete(resource_path("jobs", name))
+    client.close()
+
+
+def wait_until(predicate, timeout=90, interval=0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met within %ss" % timeout)
+
+
+def running_job(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    result, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name), "wait": True, "wait_timeout": 180})
+    assert result["changed"] and not result.get("failed"), result.get("msg")
+    assert len(result["tasks"]) == 3 and {t["status"]["phase"] for t in result["tasks"]} == {"Running"}
+    return name
+
+
+# --- tests ----------------------------------------------------------------------------------------
+
+
+def test_create_twice_second_unchanged_and_check_mode_creates_nothing(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    result, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name)}, check=True)
+    assert result["changed"] and result["action"] == "created", result.get("msg")
+    client = admin_client(sandbox)
+    assert jobs_core.get_job(client, name) is None  # --check wrote nothing (server dry run)
+    first, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
+    assert first["changed"] and first["action"] == "created"
+    assert jobs_core.get_job(client, name)["metadata"]["uid"]
+    second, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
+    assert not second["changed"] and second["action"] == "unchanged"
+    assert second["api_calls"] == 3  # job, tasks, pods
+
+
+def test_unknown_field_is_rejected_with_its_path(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    job = demo_job(name)
+    job["spec"]["tasks"][1]["kubernetes"]["workload"]["replica"] = 2
+    result, _ = run_module(sandbox, "rlark_job", {"definition": job})
+    assert result["failed"]
+    assert 'unknown field "spec.tasks[1].kubernetes.workload.replica"' in result["msg"]
+    assert result["status"]["code"] == 400
+    assert "\n" not in result["msg"] and "Traceback" not in result["msg"]
+    assert jobs_core.get_job(admin_client(sandbox), name) is None
+
+
+def test_stop_waits_for_pod_crs_then_stop_twice_unchanged_then_start(sandbox, cleanup):
+    name = running_job(sandbox, cleanup)
+    client = admin_client(sandbox)
+    assert jobs_core.read_tree(client, name)["pods"], "the sim should have created Pod CRs"
+    result, stdout = run_module(
+        sandbox, "rlark_job", {"name": name, "state": "stopped", "wait": True, "wait_timeout": 180}, diff=True
+    )
+    assert result["changed"] and result["action"] == "stopped", result.get("msg")
+    # Right after the module returns: replicas 0 everywhere and no Pod CR of the Job left.
+    tree = jobs_core.read_tree(client, name)
+    assert tree["pods"] == []
+    assert all(jobs_core.task_replicas(t) == 0 for t in tree["tasks"])
+    # It really waited: the first observation still saw Pod CRs (rlark-sim keeps them for a grace period).
+    assert "0 Pod CR(s) remaining" not in result["wait_log"][0]
+    assert result["wait_log"][-1].endswith("0 Pod CR(s) remaining")
+    # --diff shows spec.stopped going from false to true, without server bookkeeping.
+    assert re.search(r'^-\s+"stopped": false', stdout, re.M) and re.search(r'^\+\s+"stopped": true', stdout, re.M)
+    assert "resourceVersion" not in json.dumps(result["diff"])
+    again, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"})
+    assert not again["changed"] and again["action"] == "unchanged"
+    started, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "started", "wait": True, "wait_timeout": 180})
+    assert started["changed"] and started["action"] == "started"
+    assert {t["status"]["phase"] for t in started["tasks"]} == {"Running"}
+    assert jobs_core.get_job(client, name)["spec"]["stopped"] is False
+
+
+def test_two_concurrent_stops_exactly_one_changed(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    result, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
+    assert result["changed"]
+    results = []
+
+    def stop():
+        results.append(run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"})[0])
+
+    threads = [threading.Thread(target=stop) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.get("failed", False) for r in results] == [False, False]
+    assert sorted(r["changed"] for r in results) == [False, True]
+
+
+def test_concurrent_stops_race_on_the_core(sandbox, cleanup):
+    """Eight threads stop the same Job at the same moment: the precondition lets exactly one win."""
+    name = unique()
+    cleanup.append(name)
+    client = admin_client(sandbox)
+    jobs_core.ensure_present(client, demo_job(name))
+    barrier = threading.Barrier(8)
+    outcomes = []
+
+    def stop():
+        own = client_from_params({"kubeconfig": sandbox.kubeconfig_operator})
+        barrier.wait()
+        outcomes.append(jobs_core.set_stopped(own, name, True)["changed"])
+        own.close()
+
+    threads = [threading.Thread(target=stop) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == [False] * 7 + [True]
+
+
+def test_delete_with_wait_leaves_no_task(sandbox, cleanup):
+    name = running_job(sandbox, cleanup)
+    result, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "absent", "wait": True, "wait_timeout": 180})
+    assert result["changed"] and result["action"] == "deleted", result.get("msg")
+    client = admin_client(sandbox)
+    assert jobs_core.get_job(client, name) is None
+    assert jobs_core.list_tasks(client, name) == []
+    again, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "absent"})
+    assert not again["changed"]
+
+
+def test_delete_refused_while_agent_pvcs_would_go(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    job = demo_job(name, stopped=True)
+    pod = job["spec"]["tasks"][0]["kubernetes"]["workload"]["template"]["spec"]
+    pod["volumes"].append({"name": "ckpt", "persistentVolumeClaim": {"claimName": ""}})
+    run_module(sandbox, "rlark_job", {"definition": job})
+    result, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "absent"})
+    assert result["failed"] and result["findings"][0]["id"] == "job-delete-pvc"
+    assert "pvc-%s-actor-ckpt" % name in result["msg"]
+    assert jobs_core.get_job(admin_client(sandbox), name) is not None
+
+
+def test_refusals_task_set_and_node_selector_change(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    run_module(sandbox, "rlark_job", {"definition": demo_job(name, stopped=True)})
+    renamed = demo_job(name, stopped=True)
+    renamed["spec"]["tasks"][2]["name"] = "envs"
+    result, _ = run_module(sandbox, "rlark_job", {"definition": renamed, "update": True})
+    assert result["failed"] and "job-task-set-change" in [f["id"] for f in result["findings"]]
+    moved = demo_job(name, stopped=True)
+    moved["spec"]["tasks"][1]["nodeSelector"] = {"rlinf.io/pool": "h100"}
+    result, _ = run_module(sandbox, "rlark_job", {"definition": moved, "update": True})
+    assert result["failed"] and "job-node-selector-change" in [f["id"] for f in result["findings"]]
+    live = jobs_core.get_job(admin_client(sandbox), name)
+    assert [t["name"] for t in live["spec"]["tasks"]] == ["actor", "rollout", "env"]
+    assert live["spec"]["tasks"][1]["nodeSelector"] == {"rlinf.io/pool": "rollout"}
+
+
+def test_update_applies_other_changes_and_keeps_stopped(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    run_module(sandbox, "rlark_job", {"definition": demo_job(name, stopped=True)})
+    changed = demo_job(name, stopped=False)
+    changed["spec"]["tasks"][0]["prepareScript"] = "echo prepared"
+    refused, _ = run_module(sandbox, "rlark_job", {"definition": changed})
+    assert refused["failed"] and "job-spec-differs" in [f["id"] for f in refused["findings"]]
+    result, _ = run_module(sandbox, "rlark_job", {"definition": changed, "update": True})
+    assert result["changed"] and result["action"] == "updated", result.get("msg")
+    live = jobs_core.get_job(admin_client(sandbox), name)
+    assert live["spec"]["tasks"][0]["prepareScript"] == "echo prepared"
+    assert live["spec"]["stopped"] is True  # never changed as a side effect
+
+
+def test_frozen_succeeded_job_is_refused(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
+    client = admin_client(sandbox)
+    path = resource_path("jobs", name, subresource="status")
+    client.merge_patch(path, {"status": {"phase": "Succeeded"}})
+    wait_until(lambda: jobs_core.job_phase(jobs_core.get_job(client, name)) == "Succeeded", timeout=10)
+    result, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"})
+    assert result["failed"] and result["findings"][0]["id"] == "job-terminal-phase"
+    assert "Succeeded" in result["msg"]
+    assert jobs_core.get_job(client, name)["spec"]["stopped"] is False
+
+
+def rich_job(name):
+    job = demo_job(name, stopped=True)
+    actor = job["spec"]["tasks"][0]
+    workload = actor["kubernetes"]["workload"]
+    pod = workload["template"]["spec"]
+    main = pod["containers"][0]
+    main.update(
+        {
+            "command": ["bash", "-lc"],
+            "args": ["sleep infinity"],
+            "env": [
+                {"name": "SIM_STEP_SECONDS", "value": "1"},
+                {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s3", "key": "token"}}},
+            ],
+            "resources": {
+                "requests": {"cpu": "2", "memory": "4Gi"},
+                "limits": {"cpu": "4", "memory": "8Gi"},
+            },
+            "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 7},
+            "livenessProbe": {"tcpSocket": {"port": 6379}, "initialDelaySeconds": 30},
+            "ports": [{"containerPort": 8265, "name": "dashboard"}],
+            "volumeMounts": [
+                {"name": "data", "mountPath": "/data"},
+                {"name": "ckpt", "mountPath": "/ckpt", "subPath": "runs/h3"},
+            ],
+        }
+    )
+    pod["containers"].append(
+        {"name": "exporter", "image": "prom/node-exporter:v1.8.2", "args": ["--web.listen-address=:9101"]}
+    )
+    pod["initContainers"] = [{"name": "warmup", "image": "busybox:1.36", "command": ["true"]}]
+    pod["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    pod["terminationGracePeriodSeconds"] = 120
+    pod["volumes"].append({"name": "ckpt", "persistentVolumeClaim": {"claimName": "h3-ckpt"}})
+    pod["volumes"].append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}})
+    workload["pvcStorageMap"] = {"h3-ckpt": "rlark-s3"}
+    actor["tensorBoardDir"] = "/data/tb"
+    actor["prepareScript"] = "pip list | head -1"
+    actor["runScript"] += " +runner.resume_dir=/old/global_step_1"
+    return job
+
+
+def test_copy_keeps_every_pod_field_and_never_touches_the_source(sandbox, cleanup):
+    source_name, copy_name = unique(), unique()
+    cleanup.extend([source_name, copy_name])
+    created, _ = run_module(sandbox, "rlark_job", {"definition": rich_job(source_name)})
+    assert created["changed"], created.get("msg")
+    client = admin_client(sandbox)
+    source_before = jobs_core.get_job(client, source_name)
+    step = "/data/rlinf/h3/%s/checkpoints/global_step_20" % source_name
+    result, _ = run_module(
+        sandbox, "rlark_job", {"copy_from": source_name, "name": copy_name, "resume_dir": step, "copy_stopped": True}
+    )
+    assert result["changed"] and result["action"] == "created", result.get("msg")
+    assert any(f["id"] == "copy-agent-pvc" for f in result["findings"])
+    source_after = jobs_core.get_job(client, source_name)
+    assert source_after["metadata"]["resourceVersion"] == source_before["metadata"]["resourceVersion"]
+    copied = jobs_core.get_job(client, copy_name)
+    expected = copy.deepcopy(source_before["spec"])
+    expected["tasks"][0]["runScript"] = expected["tasks"][0]["runScript"].replace(
+        "+runner.resume_dir=/old/global_step_1", "++runner.resume_dir=" + step
+    )
+    assert copied["spec"] == expected  # deep-equal apart from the resume override
+    assert copied["spec"]["tasks"][0]["runScript"].count("runner.resume_dir") == 1
+    assert copied["metadata"]["labels"] == source_before["metadata"]["labels"]
+    # Copy twice: unchanged.
+    again, _ = run_module(
+        sandbox, "rlark_job", {"copy_from": source_name, "name": copy_name, "resume_dir": step, "copy_stopped": True}
+    )
+    assert not again["changed"]
+
+
+def test_viewer_gets_a_one_sentence_forbidden_error(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    run_module(sandbox, "rlark_job", {"definition": demo_job(name, stopped=True)})
+    result, _ = run_module(
+        sandbox, "rlark_job", {"name": name, "state": "started"}, kubeconfig=sandbox.kubeconfig_viewer
+    )
+    assert result["failed"]
+    assert result["status"]["code"] == 403 and result["status"]["reason"] == "Forbidden"
+    assert "forbidden" in result["msg"] and "\n" not in result["msg"]
+    assert result["msg"].startswith("The API server rejected PATCH /apis/rlinf.io/v1alpha1/jobs/%s" % name)
+    assert "exception" not in result and "Traceback" not in json.dumps(result)
+
+
+def test_job_info_reads_tasks_pods_and_nodes(sandbox, cleanup):
+    name = running_job(sandbox, cleanup)
+    result, _ = run_module(sandbox, "rlark_job_info", {"name": name}, kubeconfig=sandbox.kubeconfig_viewer)
+    assert not result["changed"] and len(result["resources"]) == 1
+    entry = result["resources"][0]
+    assert entry["job"]["metadata"]["name"] == name
+    assert sorted(t["metadata"]["name"] for t in entry["tasks"]) == sorted(
+        "%s-%s" % (name, t) for t in ("actor", "rollout", "env")
+    )
+    assert len(entry["pods"]) == 4
+    assert sorted(n["metadata"]["name"] for n in entry["nodes"]) == ["a100-01", "a100-02", "a100-03"]
+    by_label, _ = run_module(sandbox, "rlark_job_info", {"label_selectors": ["rlark-test=h3"], "nodes": False})
+    assert name in [r["job"]["metadata"]["name"] for r in by_label["resources"]]
