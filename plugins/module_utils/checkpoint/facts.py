@@ -1,0 +1,58 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""What a listing knows about one ``global_step_*`` directory, gathered in one pass.
+
+Every file is counted (files, bytes, newest mtime); only the few whose names the layout rules
+look at are kept with their size and mtime, so memory stays proportional to the rules, not to
+the number of trajectory files or shards of older steps.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import INTERESTING_SUFFIXES
+
+# Replay-buffer rank directories hold many trajectory files; the rules need only these.
+REPLAY_KEPT = (".json", ".tmp")
+
+
+def keeps_all(rel_dir):
+    """Whether every interesting name under this directory is kept (not a replay-buffer rank dir)."""
+    return "replay_buffer/rank_" not in rel_dir
+
+
+class StepFacts:
+    __slots__ = ("bytes", "dirs", "entries", "errors", "files", "leftovers", "name", "newest")
+
+    def __init__(self, name):
+        self.name = name
+        self.files = 0
+        self.bytes = 0
+        self.newest = None
+        self.entries = {}  # relpath -> (size, mtime), interesting files only
+        self.dirs = set()  # relpaths of directories (local) or key prefixes (S3)
+        self.leftovers = []  # relpaths of *.tmp files (interrupted atomic writes)
+        self.errors = []  # unreadable subdirectories / files
+
+    def add_file(self, rel, size, mtime):
+        """One file (local) or object (S3), ``rel`` relative to the step directory."""
+        self.files += 1
+        self.bytes += size
+        if self.newest is None or mtime > self.newest:
+            self.newest = mtime
+        if rel.endswith(INTERESTING_SUFFIXES) and (keeps_all(rel) or rel.endswith(REPLAY_KEPT)):
+            self.keep(rel, size, mtime)
+
+    def keep(self, rel, size, mtime):
+        self.entries[rel] = (size, mtime)
+        if rel.endswith(".tmp"):
+            self.leftovers.append(rel)
+
+    def children(self):
+        """parent relpath -> set of child names (files and directories), from what was kept."""
+        index = {}
+        for rel in list(self.entries) + list(self.dirs):
+            parent, _, name = rel.rpartition("/")
+            index.setdefault(parent, set()).add(name)
+        return index

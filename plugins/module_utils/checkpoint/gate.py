@@ -1,0 +1,786 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""The gate: is ``global_step_N`` complete by the rules of its runner and backend, and quiet?
+
+``run_gate(source, options)`` walks the source once (local directory or S3 prefix), judges the
+structure of every step as it arrives (required entries, leftovers, stale shards, commit markers
+older than their data, quiet period), then opens payloads only for the step(s) it selects
+(zip end-of-central-directory, tracker contents, JSON, the DCP ``.metadata`` shard list).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+import struct
+
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
+from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, WARNING, finding
+
+DEFAULTS = {
+    "runner": L.AUTO,
+    "backend": L.AUTO,
+    "actor_world_size": None,
+    "tensor_parallel": None,
+    "pipeline_parallel": None,
+    "expert_parallel": None,
+    "critic": None,
+    "full_weights": True,
+    "step": "latest",
+    "quiet_seconds": 120,
+    "verify_payloads": True,
+}
+# A commit marker may trail its data by clock granularity (S3 LastModified has whole seconds);
+# one from an earlier save is older than the new data by far more than this.
+MARKER_TOLERANCE = 2.0
+# Shards of one save are written within minutes; a higher-rank group this much older is a leftover.
+STALE_GAP = 600.0
+ZIP_TAIL = 22 + 65535  # EOCD record plus the longest possible zip comment
+JSON_LIMIT = 64 * 1024 * 1024
+DISTCP_REF = re.compile(rb"__(\d+)_(\d+)\.distcp")
+EOCD = b"PK\x05\x06"
+
+VERDICT_COMPLETE = "complete"
+VERDICT_INCOMPLETE = "incomplete"
+VERDICT_UNVERIFIED = "unverified"  # structure complete, payloads not opened (not a selection candidate)
+VERDICT_UNRECOGNIZED = "unrecognized"  # global_step_40_bak and friends: reported, never judged
+
+
+def normalize_options(options):
+    """Fill defaults and reject bad input with one clear message (raises ``GateError``)."""
+    opts = dict(DEFAULTS)
+    opts.update({k: v for k, v in (options or {}).items() if v is not None})
+    if opts["runner"] not in (*L.RUNNERS, L.AUTO):
+        raise L.LayoutError("unknown runner %r; expected one of %s or auto" % (opts["runner"], ", ".join(L.RUNNERS)))
+    if opts["backend"] not in (*L.BACKENDS, L.AUTO):
+        raise L.LayoutError("unknown backend %r; expected one of %s or auto" % (opts["backend"], ", ".join(L.BACKENDS)))
+    step = opts["step"]
+    if isinstance(step, str) and step != "latest":
+        if not step.isdigit():
+            raise L.LayoutError("step must be a number or 'latest', got %r" % step)
+        step = int(step)
+    if isinstance(step, int) and step < 0:
+        raise L.LayoutError("step must not be negative, got %d" % step)
+    opts["step"] = step
+    if opts["quiet_seconds"] < 0:
+        raise L.LayoutError("quiet_seconds must not be negative")
+    if opts["runner"] != L.AUTO and opts["backend"] != L.AUTO:
+        L.check_combination(opts["runner"], opts["backend"])
+    if opts["backend"] != L.AUTO:
+        L.validate_parallel(
+            opts["backend"],
+            opts["actor_world_size"],
+            opts["tensor_parallel"],
+            opts["pipeline_parallel"],
+            opts["expert_parallel"],
+        )
+    if opts["critic"] and opts["runner"] not in (L.AUTO, "reasoning", "agent"):
+        raise L.LayoutError(
+            "critic=true is inconsistent with runner %s: only reasoning/agent save a critic" % opts["runner"]
+        )
+    if opts["critic"] and opts["backend"] in ("fsdp", "fsdp2"):
+        raise L.LayoutError(
+            "critic=true is inconsistent with backend %s: only Megatron critics are saved" % opts["backend"]
+        )
+    return opts
+
+
+class StepVerdict:
+    """The judgement of one step; small, so thousands of steps cost little memory."""
+
+    def __init__(self, facts):
+        self.name = facts.name
+        self.step = L.step_number(facts.name)
+        self.files = facts.files
+        self.bytes = facts.bytes
+        self.newest = facts.newest
+        self.runner = None
+        self.backend = None
+        self.family = None
+        self.evidence = set()  # runner families seen in this step
+        self.features = set()
+        self.world_size = None
+        self.grid = None
+        self.critic = False
+        self.distcp_ranks = ()
+        self.distcp_names = {}  # DCP directory -> shard file names present (for the .metadata check)
+        self.missing = []
+        self.problems = []
+        self.verified = False
+        self.rule = ""
+
+    @property
+    def structure_ok(self):
+        return not self.missing and not any(p["severity"] == ERROR for p in self.problems)
+
+    def problem(self, id, message, severity=ERROR, path="", hint=""):
+        self.problems.append(finding(id, message, severity=severity, path=path, hint=hint))
+
+    def reasons(self):
+        out = []
+        if self.missing:
+            shown = ", ".join(self.missing[:5]) + (
+                " (+%d more)" % (len(self.missing) - 5) if len(self.missing) > 5 else ""
+            )
+            out.append(
+                "missing %d required entr%s: %s" % (len(self.missing), "y" if len(self.missing) == 1 else "ies", shown)
+            )
+        out.extend("%s: %s" % (p["id"], p["message"]) for p in self.problems)
+        return out
+
+
+# ---------------------------------------------------------------- detection
+
+
+def _has_dir(facts, rel):
+    return rel in facts.dirs
+
+
+def detect_backend(facts, children):
+    """Backend of one step from its own files, or None when nothing recognisable is there."""
+    for comp in ("actor", "critic"):
+        names = children.get(comp, ())
+        if L.TRACKER_NAME in names or any(L.ITER_DIR.match(n) for n in names):
+            for n in names:
+                if L.ITER_DIR.match(n):
+                    inner = children.get("%s/%s" % (comp, n), ())
+                    if any(x.endswith(".distcp") or x in ("common.pt", "metadata.json") for x in inner):
+                        return "megatron_torch_dist"
+            return "megatron"
+    fsdp_dirs = ("actor/dcp_checkpoint", "actor/local_shard_checkpoint", "actor/model_state_dict", "actor/actor_policy")
+    if any(_has_dir(facts, d) for d in fsdp_dirs):
+        return "fsdp"
+    return None
+
+
+def runner_evidence(facts, children, megatron):
+    """Runner families this step's own files point to (empty: the plain actor layout)."""
+    found = set()
+    top = children.get("", set())
+    actor = children.get("actor", set())
+    if "iql_components" in actor or "actor_policy" in actor:
+        found.add("iql")
+    if "sac_components" in actor:
+        found.add("sac")
+    if "dagger_components" in actor:
+        found.add("dagger")
+    if "data" in top or (megatron and "critic" in top):
+        found.add("reasoning")
+    return found
+
+
+def step_features(facts, children, backend):
+    feats = set()
+    actor = children.get("actor", set())
+    if "local_shard_checkpoint" in actor and "dcp_checkpoint" not in actor:
+        feats.add("local_shard")
+    if backend == "megatron_torch_dist":
+        feats.add("torch_dist")
+    if backend.startswith("megatron"):
+        if any(rel.endswith("/distrib_optim.pt") for rel in facts.entries):
+            feats.add("dist_opt")
+        if "critic" in children.get("", set()):
+            feats.add("critic")
+    if "data.pt" in actor or "rng.pt" in actor:
+        feats.add("vla")
+    if "data_state.json" in actor:
+        feats.add("vlm")
+    if "actor/sac_components/alpha" in facts.dirs:
+        feats.add("alpha")
+    return feats
+
+
+def _ranks(children, directory, pattern, want_dir, facts):
+    return set(_rank_times(children, directory, pattern, want_dir, facts))
+
+
+def _rank_times(children, directory, pattern, want_dir, facts):
+    """rank -> mtime (None when unknown) of the rank-indexed children of ``directory``."""
+    out = {}
+    for name in children.get(directory, ()):
+        m = pattern.match(name)
+        rel = "%s/%s" % (directory, name)
+        if m and (rel in facts.dirs) == want_dir:
+            if want_dir:
+                times = [
+                    facts.entries[rel + "/" + n][1] for n in children.get(rel, ()) if rel + "/" + n in facts.entries
+                ]
+                out[int(m.group(1))] = max(times) if times else None
+            else:
+                out[int(m.group(1))] = facts.entries[rel][1] if rel in facts.entries else None
+    return out
+
+
+def _older_generation(times):
+    """The lowest rank from which every higher rank is much older than every lower one (a larger earlier
+    run's leftovers), or None. One save writes all its shards within minutes of each other."""
+    ranks = sorted(r for r, t in times.items() if t is not None)
+    for k in range(1, len(ranks)):
+        newer = [times[r] for r in ranks[:k]]
+        older = [times[r] for r in ranks[k:]]
+        if max(older) + STALE_GAP < min(newer):
+            return ranks[k]
+    return None
+
+
+def infer_world_size(v, facts, children, given):
+    """FSDP world size: the given one, or the one every rank-indexed group agrees on."""
+    groups = []
+    generations = []
+    for directory, pattern, want_dir in L.RANK_GROUPS[v.family]:
+        times = _rank_times(children, directory, pattern, want_dir, facts)
+        if times:
+            groups.append((directory, set(times)))
+            split = _older_generation(times)
+            if split is not None:
+                generations.append("%s ranks >= %d are far older than the others" % (directory, split))
+    if v.family in ("actor", "reasoning", "sac", "dagger"):
+        v.distcp_ranks = tuple(sorted(_ranks(children, "actor/dcp_checkpoint", L.DISTCP, False, facts)))
+    if given is not None:
+        return given, groups
+    sizes = {}
+    for directory, ranks in groups:
+        sizes[directory] = L.contiguous_size(ranks)
+    distinct = set(sizes.values())
+    if len(distinct) == 1 and None not in distinct and not generations:
+        return distinct.pop(), groups
+    detail = "; ".join("%s has ranks %s" % (d, _rank_text(r)) for d, r in groups) or "no rank-indexed shard was found"
+    if generations:
+        detail += "; " + "; ".join(generations)
+    v.problem(
+        "world-size-ambiguous",
+        "the actor world size cannot be inferred unambiguously (%s)" % detail,
+        hint="pass actor_world_size (the number of actor ranks that wrote this checkpoint)",
+    )
+    return None, groups
+
+
+def _rank_text(ranks):
+    ranks = sorted(ranks)
+    if len(ranks) > 6:
+        return "%s..%s (%d)" % (ranks[0], ranks[-1], len(ranks))
+    return ",".join(str(r) for r in ranks)
+
+
+def _stale_ranks(v, groups, world_size):
+    for directory, ranks in groups:
+        stale = sorted(r for r in ranks if r >= world_size)
+        if stale:
+            v.problem(
+                "stale-shards",
+                "%s holds %d shard(s) for rank(s) %s beyond the world size %d: left over from a larger earlier run, "
+                "not counted" % (directory, len(stale), _rank_text(stale), world_size),
+                severity=WARNING,
+                path=directory,
+            )
+
+
+def _megatron_grid(v, children, opts):
+    it = "actor/iter_%07d" % v.step
+    names = [n for n in children.get(it, ()) if L.MP_RANK.match(n)]
+    if not names and opts["tensor_parallel"] is None:
+        v.missing.append(it + "/mp_rank_*/model_optim_rng.pt")
+        v.missing.append("actor/" + L.TRACKER_NAME)
+        return None
+    grid, why = L.infer_grid(names, opts["tensor_parallel"], opts["pipeline_parallel"], opts["expert_parallel"])
+    if grid is None:
+        v.problem(
+            "parallel-layout-ambiguous",
+            "the Megatron TP x PP x EP layout of %s cannot be inferred from its mp_rank directories" % it,
+            hint="pass " + why,
+        )
+        return None
+    if opts["actor_world_size"] is not None and opts["actor_world_size"] % (grid[0] * grid[1] * grid[2]):
+        v.problem(
+            "parallel-layout-mismatch",
+            "actor_world_size=%d is not a multiple of TP x PP x EP = %d found in %s"
+            % (opts["actor_world_size"], grid[0] * grid[1] * grid[2], it),
+        )
+    return grid
+
+
+def _megatron_stale(v, children, exp):
+    expected = set()
+    for rel, _kind in exp.entries:
+        parts = rel.split("/")
+        if len(parts) >= 3 and L.ITER_DIR.match(parts[1]):
+            expected.add("/".join(parts[:3]))
+    for comp in ("actor", "critic"):
+        for name in children.get(comp, ()):
+            m = L.ITER_DIR.match(name)
+            if m and int(m.group(1)) != v.step:
+                v.problem(
+                    "stale-iteration",
+                    "%s/%s belongs to iteration %d, not to this step" % (comp, name, int(m.group(1))),
+                    severity=WARNING,
+                    path="%s/%s" % (comp, name),
+                )
+        it = "%s/iter_%07d" % (comp, v.step)
+        extra = sorted(n for n in children.get(it, ()) if L.MP_RANK.match(n) and "%s/%s" % (it, n) not in expected)
+        if extra and "torch_dist" not in v.features:
+            v.problem(
+                "stale-shards",
+                "%s holds %d mp_rank director%s outside the TP x PP x EP grid %s: left over from another run, "
+                "not counted" % (it, len(extra), "y" if len(extra) == 1 else "ies", "x".join(map(str, v.grid))),
+                severity=WARNING,
+                path=it,
+            )
+
+
+# ---------------------------------------------------------------- structure
+
+
+def judge_structure(facts, opts, now):
+    """Everything that can be decided from names, sizes and mtimes of one step."""
+    v = StepVerdict(facts)
+    for err in facts.errors:
+        v.problem("unreadable", err)
+    if v.step is None:
+        return v
+    children = facts.children()
+    backend = opts["backend"]
+    detected = detect_backend(facts, children)
+    if backend == L.AUTO or (backend == "megatron" and detected == "megatron_torch_dist"):
+        backend = detected
+    if backend is None:
+        v.problem(
+            "no-layout",
+            "nothing of an RLinf checkpoint is here yet (%d file(s)): the save has not started or was cut off"
+            % facts.files,
+            hint="pass backend and runner to list what is missing",
+        )
+        _quiet(v, opts, now)
+        return v
+    megatron = backend.startswith("megatron")
+    v.backend = "fsdp2" if backend == "fsdp" and opts["backend"] == "fsdp2" else backend
+    v.evidence = runner_evidence(facts, children, megatron)
+    if opts["runner"] != L.AUTO:
+        v.runner = opts["runner"]
+    elif len(v.evidence) > 1:
+        v.problem(
+            "runner-ambiguous",
+            "the files point to several runners (%s)" % ", ".join(sorted(v.evidence)),
+            hint="pass runner",
+        )
+        return v
+    else:
+        v.runner = L.FAMILY_LABEL[v.evidence.pop() if v.evidence else "actor"]
+        v.evidence = {L.FAMILY[v.runner]} if L.FAMILY[v.runner] != "actor" else set()
+    if v.runner == "embodied" and opts["runner"] == L.AUTO and {"vla", "vlm"} & step_features(facts, children, backend):
+        v.runner = "sft"
+    v.family = L.FAMILY[v.runner]
+    try:
+        L.check_combination(v.runner, backend)
+    except L.LayoutError as exc:
+        v.problem("unsupported-layout", str(exc))
+        return v
+    v.features = step_features(facts, children, backend)
+    for rel in facts.entries:
+        if rel.endswith("/.metadata"):
+            parent = rel[: -len("/.metadata")]
+            v.distcp_names[parent] = frozenset(n for n in children.get(parent, ()) if n.endswith(".distcp"))
+    v.critic = bool(opts["critic"]) if opts["critic"] is not None else ("critic" in v.features and megatron)
+    v.critic = v.critic and v.family == "reasoning" and megatron
+
+    groups = []
+    if megatron:
+        if "torch_dist" not in v.features:
+            v.grid = _megatron_grid(v, children, opts)
+            if v.grid is None:
+                if v.missing:
+                    v.rule = L.ROW_TEXT["megatron-%s" % v.family]
+                _quiet(v, opts, now)
+                return v
+        v.world_size = opts["actor_world_size"]
+    else:
+        v.world_size, groups = infer_world_size(v, facts, children, opts["actor_world_size"])
+        if v.world_size is None:
+            _quiet(v, opts, now)
+            return v
+
+    exp = expectation(v, opts)
+    v.rule = exp.rule_text()
+    for rel, kind in exp.entries:
+        if kind == L.ANY_DISTCP:
+            parent = rel.rpartition("/")[0]
+            if not any(n.endswith(".distcp") for n in children.get(parent, ())):
+                v.missing.append(rel)
+        elif rel not in facts.entries:
+            v.missing.append(rel)
+    if megatron:
+        _megatron_stale(v, children, exp)
+    else:
+        _stale_ranks(v, groups, v.world_size)
+    for rel in facts.leftovers:
+        v.problem(
+            "leftover-tmp",
+            "%s is an interrupted write (a save was cut off before its rename)" % rel,
+            path=rel,
+            hint="this step is not complete; do not resume from it",
+        )
+    for marker, preds in exp.order:
+        if marker not in facts.entries:
+            continue
+        times = [facts.entries[p][1] for p in preds if p in facts.entries]
+        if times and facts.entries[marker][1] + MARKER_TOLERANCE < max(times):
+            v.problem(
+                "stale-marker",
+                "%s is older than the data it commits (by %.0f s): it is left over from an earlier save and this "
+                "save did not finish" % (marker, max(times) - facts.entries[marker][1]),
+                path=marker,
+            )
+    _quiet(v, opts, now)
+    return v
+
+
+def _quiet(v, opts, now):
+    if v.newest is not None and now - v.newest < opts["quiet_seconds"]:
+        v.problem(
+            "write-too-recent",
+            "the newest file was written %.0f s ago, less than quiet_seconds=%d: a save may still be in progress"
+            % (max(0.0, now - v.newest), opts["quiet_seconds"]),
+            hint="wait until nothing has been written for quiet_seconds, then run the gate again",
+        )
+
+
+def expectation(v, opts):
+    return L.expect(
+        v.step,
+        v.runner,
+        v.backend,
+        v.world_size,
+        grid=v.grid,
+        features=v.features,
+        critic=v.critic,
+        full_weights=opts["full_weights"],
+    )
+
+
+# Optional parts whose absence a step cannot reveal by itself (they are written last): when other
+# steps of the same root have them, a step without them was cut off.
+TRAILING = {
+    "vla": ["actor/data.pt", "actor/rng.pt"],
+    "vlm": ["actor/data_state.json"],
+    "alpha": ["actor/sac_components/alpha/dcp_checkpoint/.metadata"],
+    "critic": ["critic/" + L.TRACKER_NAME],
+}
+
+
+def apply_root_consistency(verdicts, opts):
+    """Cross-step rules: the runner family and trailing optional parts seen in sibling steps."""
+    judged = [v for v in verdicts if v.family]
+    families = set()
+    for v in judged:
+        families |= v.evidence
+    root_family = families.pop() if opts["runner"] == L.AUTO and len(families) == 1 else None
+    for v in judged:
+        if root_family == "reasoning" and v.family == "actor":
+            v.runner, v.family = "reasoning", "reasoning"
+            v.missing.append("data/data.pt")
+            v.problem(
+                "missing-trailing-part",
+                "other steps of this root are reasoning/agent checkpoints with data/data.pt (written last); this one "
+                "has none, so its save was cut off",
+                path="data/data.pt",
+            )
+        for feature, rels in sorted(TRAILING.items()):
+            if feature == "critic" and (opts["critic"] is not None or v.family != "reasoning"):
+                continue
+            if feature == "critic" and not (v.backend or "").startswith("megatron"):
+                continue
+            if feature in v.features:
+                continue
+            owners = [o.name for o in judged if feature in o.features and o.backend == v.backend]
+            if owners:
+                v.missing.extend(rels)
+                v.features.add(feature)
+                if feature == "critic":
+                    v.critic = True
+                v.problem(
+                    "missing-trailing-part",
+                    "%s exist(s) in %s but not here: the save of this step was cut off before its last part"
+                    % (", ".join(rels), owners[0]),
+                    path=rels[-1],
+                )
+
+
+# ---------------------------------------------------------------- payloads
+
+
+def zip_tail_problem(tail, size):
+    """Why a torch.save zip whose last bytes are ``tail`` is truncated, or None when it looks whole."""
+    start = size - len(tail)
+    pos = len(tail)
+    while True:
+        pos = tail.rfind(EOCD, 0, pos)
+        if pos < 0:
+            return "no zip end-of-central-directory record (truncated torch.save payload)"
+        if len(tail) - pos >= 22:
+            _sig, _d, _cd, _nd, total, cd_size, cd_off, comment = struct.unpack("<4sHHHHIIH", tail[pos : pos + 22])
+            if pos + 22 + comment == len(tail):
+                if cd_off != 0xFFFFFFFF and cd_size != 0xFFFFFFFF and cd_off + cd_size > start + pos:
+                    return "zip central directory points past its end record (damaged torch.save payload)"
+                if total == 0:
+                    return "zip archive with no entries (not a torch.save payload)"
+                return None
+        if pos == 0:
+            return "no zip end-of-central-directory record (truncated torch.save payload)"
+
+
+def verify_payloads(v, source, opts):
+    """Open what the rules say to open; mark the step verified. Errors go to ``v.problems``."""
+    exp = expectation(v, opts)
+    for rel, kind in exp.entries:
+        if kind in (L.FILE, L.ANY_DISTCP):
+            continue
+        try:
+            if kind == L.ZIP:
+                tail, size = source.read_tail(v.name, rel, 1024)
+                why = zip_tail_problem(tail, size)
+                if why and size > len(tail):
+                    tail, size = source.read_tail(v.name, rel, ZIP_TAIL)
+                    why = zip_tail_problem(tail, size)
+                if why:
+                    v.problem("truncated-payload", "%s: %s" % (rel, why), path=rel)
+            elif kind == L.TRACKER:
+                text = source.read_all(v.name, rel, 4096).decode("utf-8", "replace").strip()
+                if text != str(v.step):
+                    v.problem(
+                        "tracker-mismatch",
+                        "%s contains %r, not %d: the tracker belongs to another save" % (rel, text[:40], v.step),
+                        path=rel,
+                    )
+            elif kind == L.JSON:
+                json.loads(source.read_all(v.name, rel, JSON_LIMIT).decode("utf-8"))
+            elif kind == L.DCP_METADATA:
+                data = source.read_all(v.name, rel, JSON_LIMIT)
+                if rel == "actor/dcp_checkpoint/.metadata":
+                    _check_dcp_refs(v, data, rel, opts)
+                else:
+                    _check_named_shards(v, data, rel)
+        except ValueError as exc:
+            v.problem("invalid-json", "%s does not parse as JSON (%s)" % (rel, str(exc)[:80]), path=rel)
+        except (OSError, L.GateError) as exc:
+            v.problem("unreadable", "%s could not be read: %s" % (rel, getattr(exc, "strerror", None) or exc), path=rel)
+    v.verified = True
+
+
+def _check_named_shards(v, data, rel):
+    """Shard files a DCP ``.metadata`` names must all exist next to it."""
+    parent = rel.rpartition("/")[0]
+    names = {m.group(0).decode() for m in DISTCP_REF.finditer(data)}
+    present = v.distcp_names.get(parent, frozenset())
+    for name in sorted(names - present):
+        if "%s/%s" % (parent, name) not in v.missing:
+            v.missing.append("%s/%s" % (parent, name))
+    stale = sorted(present - names) if names else []
+    if stale:
+        v.problem(
+            "stale-shards",
+            "%s holds %d shard file(s) that its .metadata does not reference (%s): left over from another run, "
+            "not counted" % (parent, len(stale), ", ".join(stale[:4])),
+            severity=WARNING,
+            path=parent,
+        )
+
+
+def _check_dcp_refs(v, data, rel, opts):
+    """The DCP ``.metadata`` pickle names its shard files: the authoritative shard list."""
+    refs = {int(m.group(1)) for m in DISTCP_REF.finditer(data)}
+    if not refs:
+        return  # a metadata without file names (other writers): the file-name rules stand
+    present = set(v.distcp_ranks)
+    size = L.contiguous_size(refs)
+    if size is not None and size != v.world_size:
+        if opts["actor_world_size"] is not None:
+            v.problem(
+                "world-size-mismatch",
+                "%s was written by %d ranks, not actor_world_size=%d: it belongs to another run"
+                % (rel, size, opts["actor_world_size"]),
+                path=rel,
+            )
+        else:
+            # the world size was inferred from file names that included stale shards: the marker knows better
+            v.problems = [
+                p for p in v.problems if not (p["id"] == "stale-shards" and p["path"] == "actor/dcp_checkpoint")
+            ]
+            v.missing = [m for m in v.missing if not m.startswith("actor/dcp_checkpoint/__")]
+            v.world_size = size
+            stale = sorted(present - refs)
+            if stale:
+                v.problem(
+                    "stale-shards",
+                    "actor/dcp_checkpoint holds shard(s) for rank(s) %s that .metadata does not reference: left over "
+                    "from a larger earlier run, not counted" % _rank_text(stale),
+                    severity=WARNING,
+                    path="actor/dcp_checkpoint",
+                )
+    for r in sorted(refs - present):
+        name = "actor/dcp_checkpoint/__%d_0.distcp" % r
+        if name not in v.missing:
+            v.missing.append(name)
+
+
+# ---------------------------------------------------------------- selection and result
+
+
+def _verdict_name(v, opts):
+    if v.step is None:
+        return VERDICT_UNRECOGNIZED
+    if not v.structure_ok:
+        return VERDICT_INCOMPLETE
+    if opts["verify_payloads"] and not v.verified:
+        return VERDICT_UNVERIFIED
+    return VERDICT_COMPLETE
+
+
+def _step_summary(v, source, opts):
+    return {
+        "name": v.name,
+        "step": v.step,
+        "checkpoint": source.location(v.name),
+        "verdict": _verdict_name(v, opts),
+        "reasons": v.reasons()
+        if v.step is not None
+        else ["not a global_step_N name: reported, never chosen (RLinf's own int parse would crash on it)"],
+        "runner": v.runner,
+        "backend": v.backend,
+        "files": v.files,
+        "bytes": v.bytes,
+        "newest_mtime": v.newest,
+        "payloads_verified": v.verified,
+    }
+
+
+def _confirm(v, source, opts):
+    """Structure ok and, when asked, payloads ok."""
+    if not v.structure_ok:
+        return False
+    if opts["verify_payloads"] and not v.verified:
+        verify_payloads(v, source, opts)
+    return v.structure_ok
+
+
+def run_gate(source, options):
+    """Judge every step of ``source``; return the module result (without ``changed``/``msg``)."""
+    opts = normalize_options(options)
+    now = None
+    verdicts = []
+    for facts in source.scan():
+        if now is None:
+            now = source.now()
+        verdicts.append(judge_structure(facts, opts, now))
+    if not verdicts:
+        raise L.GateError(
+            "no global_step_* directory under %s: nothing has been saved there (check runner.logger.log_path / "
+            "runner.output_dir and the experiment name)%s"
+            % (source.describe(), "; found: " + ", ".join(sorted(source.others)[:10]) if source.others else "")
+        )
+    apply_root_consistency(verdicts, opts)
+    numbered = sorted((v for v in verdicts if v.step is not None), key=lambda v: v.step, reverse=True)
+    if not numbered:
+        raise L.GateError(
+            "no global_step_N directory under %s, only names RLinf cannot resume from: %s"
+            % (source.describe(), ", ".join(sorted(v.name for v in verdicts)))
+        )
+    latest_complete = next((v for v in numbered if _confirm(v, source, opts)), None)
+    notes = []
+    if opts["step"] == "latest":
+        chosen = latest_complete or numbered[0]
+        newest = numbered[0]
+        if latest_complete is not None and latest_complete is not newest:
+            notes.append(
+                finding(
+                    "newest-step-incomplete",
+                    "the newest step %s is incomplete (%s); using the newest complete step %s"
+                    % (newest.name, "; ".join(newest.reasons()[:3]), latest_complete.name),
+                    severity=WARNING,
+                    path=newest.name,
+                )
+            )
+    else:
+        chosen = next((v for v in numbered if v.step == opts["step"]), None)
+        if chosen is None:
+            raise L.GateError(
+                "step %d not found under %s; steps present: %s"
+                % (opts["step"], source.describe(), ", ".join(str(v.step) for v in reversed(numbered[-20:])))
+            )
+        _confirm(chosen, source, opts)
+    for v in verdicts:
+        if v.step is None:
+            notes.append(
+                finding(
+                    "unrecognized-step-name",
+                    "%s is not a global_step_N directory; it is reported but never chosen" % v.name,
+                    severity=WARNING,
+                    path=v.name,
+                )
+            )
+    complete = chosen.structure_ok and (chosen.verified or not opts["verify_payloads"])
+    steps = [_step_summary(v, source, opts) for v in sorted(verdicts, key=_order_key)]
+    return {
+        "complete": complete,
+        "step": chosen.step,
+        "checkpoint": source.location(chosen.name),
+        "runner": chosen.runner,
+        "backend": chosen.backend,
+        "world_size": chosen.world_size,
+        "rule": chosen.rule,
+        "missing": list(chosen.missing),
+        "problems": list(chosen.problems) + notes,
+        "files": chosen.files,
+        "bytes": chosen.bytes,
+        "newest_mtime": chosen.newest,
+        "latest_complete_step": latest_complete.step if latest_complete else None,
+        "newest_step": numbered[0].step,
+        "steps": steps,
+    }
+
+
+def _order_key(v):
+    return (v.step is None, v.step if v.step is not None else 0, v.name)
+
+
+def incomplete_message(result):
+    """One paragraph: which rule failed and what to do."""
+    where = result["checkpoint"]
+    head = "Checkpoint %s (step %s, runner %s, backend %s) is incomplete" % (
+        where,
+        result["step"],
+        result["runner"] or "unknown",
+        result["backend"] or "unknown",
+    )
+    errors = [p for p in result["problems"] if p["severity"] == ERROR]
+    parts = []
+    if result["missing"]:
+        miss = result["missing"]
+        parts.append(
+            "%d required entr%s missing (%s%s)"
+            % (
+                len(miss),
+                "y is" if len(miss) == 1 else "ies are",
+                ", ".join(miss[:4]),
+                ", ..." if len(miss) > 4 else "",
+            )
+        )
+    parts.extend(p["message"] for p in errors[:4])
+    rule = (" The rule is: %s." % result["rule"]) if result.get("rule") else ""
+    ids = {p["id"] for p in errors}
+    if "write-too-recent" in ids:
+        todo = (
+            "A save may still be running: do not stop the Job now; wait until nothing has been written for "
+            "quiet_seconds and run the gate again."
+        )
+    elif ids & {"world-size-ambiguous", "parallel-layout-ambiguous", "runner-ambiguous", "no-layout"}:
+        todo = "Pass the parameter named above (actor_world_size, the parallel sizes, runner or backend) and run again."
+    else:
+        todo = (
+            "The save did not finish (or a stop cut it off): do not resume from this step and do not stop the Job "
+            "until the trainer has written a complete checkpoint"
+        )
+        if result.get("latest_complete_step") is not None and result["latest_complete_step"] != result["step"]:
+            todo += "; the newest complete step is %s" % result["latest_complete_step"]
+        todo += "."
+    return "%s: %s.%s %s" % (head, "; ".join(parts) or "see problems", rule, todo)

@@ -1,0 +1,152 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""Checkpoints on the local file system (a node's hostPath): one scandir walk, standard library only.
+
+The walk visits each ``global_step_*`` directory once with ``os.scandir`` on directory file
+descriptors (so each ``stat`` is an ``fstatat`` relative to its directory, as ``find`` does) and
+aggregates per step while it goes. Payload files are opened only when the gate asks for them.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import stat
+import time
+
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import REPLAY_KEPT, StepFacts, keeps_all
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import (
+    INTERESTING_SUFFIXES,
+    STEP_LIKE,
+    GateError,
+)
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _describe_oserror(path, exc):
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied reading %s" % path
+    if exc.errno == errno.ENOENT:
+        return "%s does not exist" % path
+    if exc.errno == errno.ENOTDIR:
+        return "%s is not a directory" % path
+    return "cannot read %s: %s" % (path, exc.strerror or exc)
+
+
+class LocalSource:
+    """A checkpoints root (``.../checkpoints``) or one ``global_step_N`` directory on this host."""
+
+    kind = "local"
+
+    def __init__(self, path):
+        self.path = os.path.abspath(os.path.expanduser(path))
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            raise GateError("checkpoint path: " + _describe_oserror(self.path, exc)) from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise GateError(
+                "checkpoint path %s is a file, not a directory: pass the checkpoints root or a global_step_N directory"
+                % self.path
+            )
+        if not os.access(self.path, os.R_OK | os.X_OK):
+            raise GateError("checkpoint path: permission denied reading %s" % self.path)
+        base = os.path.basename(self.path.rstrip("/"))
+        self.single_step = base if STEP_LIKE.match(base) else None
+        self.root = os.path.dirname(self.path) if self.single_step else self.path
+        self.others = []  # names in the root that are not global_step_* directories
+
+    def describe(self):
+        return self.path
+
+    def location(self, step_name):
+        return os.path.join(self.root, step_name)
+
+    def step_names(self):
+        if self.single_step:
+            return [self.single_step]
+        names = []
+        try:
+            with os.scandir(self.root) as it:
+                for entry in it:
+                    if STEP_LIKE.match(entry.name) and entry.is_dir():
+                        names.append(entry.name)
+                    else:
+                        self.others.append(entry.name)
+        except OSError as exc:
+            raise GateError("checkpoint path: " + _describe_oserror(self.root, exc)) from None
+        return names
+
+    def scan(self):
+        """Yield one :class:`StepFacts` per ``global_step_*`` directory, each walked exactly once."""
+        for name in self.step_names():
+            yield walk_step(self.location(name), name)
+
+    def now(self):
+        return time.time()
+
+    def read_tail(self, step_name, rel, nbytes):
+        path = os.path.join(self.root, step_name, rel)
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(0, size - nbytes))
+            return fh.read(nbytes), size
+
+    def read_all(self, step_name, rel, limit):
+        path = os.path.join(self.root, step_name, rel)
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+
+
+def walk_step(step_path, name):
+    """One pass over a step directory: count every file, keep the interesting ones."""
+    facts = StepFacts(name)
+    files = 0
+    total = 0
+    newest = -1.0
+    suffixes = INTERESTING_SUFFIXES
+    keep = facts.keep
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        path = os.path.join(step_path, rel) if rel else step_path
+        try:
+            # scandir on a descriptor makes DirEntry.stat an fstatat relative to it (no path walk)
+            fd = os.open(path, _DIR_FLAGS)
+        except OSError as exc:
+            facts.errors.append(_describe_oserror(path, exc))
+            continue
+        prefix = rel + "/" if rel else ""
+        keep_all = keeps_all(prefix)
+        try:
+            with os.scandir(fd) as it:
+                for entry in it:
+                    ename = entry.name
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            facts.dirs.add(prefix + ename)
+                            stack.append(prefix + ename)
+                            continue
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError as exc:
+                        facts.errors.append(_describe_oserror(os.path.join(path, ename), exc))
+                        continue
+                    files += 1
+                    size = st.st_size
+                    total += size
+                    mtime = st.st_mtime
+                    if mtime > newest:
+                        newest = mtime
+                    if ename.endswith(suffixes) and (keep_all or ename.endswith(REPLAY_KEPT)):
+                        keep(prefix + ename, size, mtime)
+        except OSError as exc:
+            facts.errors.append(_describe_oserror(path, exc))
+        finally:
+            os.close(fd)
+    facts.files = files
+    facts.bytes = total
+    facts.newest = newest if files else None
+    return facts

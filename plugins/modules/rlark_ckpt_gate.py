@@ -1,0 +1,354 @@
+#!/usr/bin/python
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: rlark_ckpt_gate
+short_description: Decide whether an RLinf checkpoint is complete, on a node or in object storage
+version_added: 0.1.0
+description:
+  - Judges every C(global_step_*) directory of an RLinf checkpoints root by the completeness rules of
+    its runner and training backend (FSDP/FSDP2 DCP shards and C(.metadata), Megatron C(iter_*/mp_rank_*)
+    and C(latest_checkpointed_iteration.txt), critic, dataloader and replay-buffer state) and says whether
+    the chosen step is complete and nothing is still being written.
+  - Reports missing entries, leftovers such as C(.metadata.tmp), shards beyond the world size (stale files
+    of a larger earlier run are never counted), commit markers older than their data, tracker mismatches,
+    truncated C(torch.save) payloads, writes newer than O(quiet_seconds) and world sizes that cannot be
+    inferred unambiguously.
+  - For a host directory (hostPath storage) run it on the node that holds the data; it needs only the
+    Python standard library there. For object storage run it on the controller with O(s3); it lists the
+    whole prefix page by page (never only the first page) and needs boto3.
+  - Never writes or deletes anything; C(changed) is always false.
+author:
+  - rlark.ops maintainers
+options:
+  path:
+    description:
+      - A checkpoints root (the C(.../checkpoints) directory that holds C(global_step_N) directories) or one
+        C(global_step_N) directory on the host the module runs on.
+      - Mutually exclusive with O(s3).
+    type: path
+  s3:
+    description:
+      - The checkpoints root (or one C(global_step_N/) prefix) in an S3-compatible bucket.
+      - Mutually exclusive with O(path).
+    type: dict
+    suboptions:
+      bucket:
+        description: Bucket name.
+        type: str
+        required: true
+      prefix:
+        description:
+          - Key prefix of the checkpoints root or of one C(global_step_N) directory, without the bucket.
+        type: str
+        default: ''
+      endpoint_url:
+        description:
+          - URL of an S3-compatible endpoint; AWS when unset.
+          - Falls back to E(AWS_ENDPOINT_URL_S3), then E(AWS_ENDPOINT_URL).
+        type: str
+      region:
+        description:
+          - Region name. Falls back to E(AWS_REGION), then E(AWS_DEFAULT_REGION).
+        type: str
+      access_key:
+        description:
+          - Access key id. Falls back to E(AWS_ACCESS_KEY_ID). Reported in error messages; the secret never is.
+        type: str
+      secret_key:
+        description:
+          - Secret access key. Falls back to E(AWS_SECRET_ACCESS_KEY).
+        type: str
+  runner:
+    description:
+      - The RLinf runner that wrote the checkpoint. V(agent) has the layout of V(reasoning);
+        V(offline), V(coding) and V(sft) share the V(embodied) layout apart from SFT data state.
+      - V(auto) detects the layout family from the files of all steps (a step without a part that sibling
+        steps have, such as C(data/data.pt), counts as cut off).
+    type: str
+    default: auto
+    choices: [auto, embodied, offline, sft, reasoning, agent, coding, sac, dagger, iql]
+  backend:
+    description:
+      - Training backend. V(megatron) accepts the torch and torch_dist formats (detected per step);
+        V(megatron_torch_dist) requires torch_dist. V(fsdp) and V(fsdp2) share one layout.
+      - V(auto) detects it per step.
+    type: str
+    default: auto
+    choices: [auto, fsdp, fsdp2, megatron, megatron_torch_dist]
+  actor_world_size:
+    description:
+      - Number of actor ranks (FSDP shard count). Inferred from the shards when unset; when they do not
+        decide it (holes, groups that disagree) the gate asks for it instead of guessing.
+    type: int
+  tensor_parallel:
+    description: Megatron tensor-parallel size; inferred from the C(mp_rank_*) directories when unset.
+    type: int
+  pipeline_parallel:
+    description: Megatron pipeline-parallel size; inferred from the C(mp_rank_*) directories when unset.
+    type: int
+  expert_parallel:
+    description:
+      - Megatron expert-parallel size. A two-part name C(mp_rank_TT_NNN) can be a pipeline or an expert rank,
+        so with such names pass O(pipeline_parallel) or O(expert_parallel).
+    type: int
+  critic:
+    description:
+      - Whether a Megatron critic (C(critic/)) is saved (reasoning/agent runners). Unset detects it from the
+        steps of the root.
+    type: bool
+  full_weights:
+    description:
+      - Whether C(model_state_dict/full_weights.pt) is written (RLinf C(fsdp_config.save_full_model_weights)).
+    type: bool
+    default: true
+  step:
+    description:
+      - The step to judge, or V(latest) for the newest complete step (when the newest step is partial the
+        result says so in RV(problems)).
+    type: str
+    default: latest
+  quiet_seconds:
+    description:
+      - The newest file of the step must be at least this old; a newer write means a save may be running.
+    type: int
+    default: 120
+  verify_payloads:
+    description:
+      - Open the payloads of the chosen step(s) - the zip end-of-central-directory record of every C(torch.save)
+        C(.pt) (a truncated one lacks it; no torch needed), the tracker contents (must be N), JSON markers (must
+        parse) and the shard list inside the DCP C(.metadata).
+    type: bool
+    default: true
+  fail_when_incomplete:
+    description:
+      - Fail the task with one paragraph naming the rule that failed and what to do when the chosen step is
+        incomplete. With V(false) the verdict is only returned.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is ever written, so check mode runs the same read-only checks.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+    description: Runs on the node holding a hostPath directory, or on the controller for object storage.
+requirements:
+  - boto3 (only for O(s3), on the host that runs the module)
+notes:
+  - The rules follow what RLinf's runners and backends write on save; RLinf itself has no done marker, so the
+    gate checks every required entry, the write order of the commit markers and, with O(verify_payloads), the
+    payloads that a kill can truncate.
+  - Only the step(s) considered for selection have their payloads opened; other steps are judged on their
+    listing and reported with verdict V(unverified) when their structure is complete.
+seealso:
+  - module: rlark.ops.rlark_job
+"""
+
+EXAMPLES = r"""
+- name: Gate the newest checkpoint on the node that holds the hostPath
+  rlark.ops.rlark_ckpt_gate:
+    path: /data/rlinf/logs/run1/checkpoints
+    runner: embodied
+    backend: fsdp
+    actor_world_size: 8
+  delegate_to: a100-01
+
+- name: Gate step 40 of a Megatron reasoning run in object storage, without failing the play
+  rlark.ops.rlark_ckpt_gate:
+    s3:
+      bucket: checkpoints
+      prefix: results/qwen-grpo/checkpoints
+      endpoint_url: http://127.0.0.1:9000
+    runner: reasoning
+    backend: megatron
+    tensor_parallel: 2
+    pipeline_parallel: 2
+    step: "40"
+    fail_when_incomplete: false
+  register: gate
+
+- name: Show why it is incomplete
+  ansible.builtin.debug:
+    msg: "{{ gate.missing + (gate.problems | map(attribute='message') | list) }}"
+  when: not gate.complete
+"""
+
+RETURN = r"""
+complete:
+  description: Whether the chosen step is complete by its rules, verified and quiet.
+  returned: always
+  type: bool
+  sample: true
+step:
+  description: The chosen step number (for O(step=latest) the newest complete one, else the newest).
+  returned: always
+  type: int
+  sample: 40
+checkpoint:
+  description: Path or C(s3://) URI of the chosen C(global_step_N) directory.
+  returned: always
+  type: str
+  sample: /data/rlinf/logs/run1/checkpoints/global_step_40
+runner:
+  description: The runner given or detected (C(embodied) stands for the actor-only layout family).
+  returned: always
+  type: str
+  sample: embodied
+backend:
+  description: The backend given or detected for the chosen step.
+  returned: always
+  type: str
+  sample: fsdp
+world_size:
+  description: The actor world size used for the chosen step (given or inferred); null when unknown.
+  returned: always
+  type: int
+  sample: 8
+rule:
+  description: The completeness rule applied to the chosen step.
+  returned: always
+  type: str
+missing:
+  description: Required entries of the chosen step that do not exist, relative to the step directory.
+  returned: always
+  type: list
+  elements: str
+  sample: [actor/dcp_checkpoint/.metadata]
+problems:
+  description: Findings (C(id), C(severity), C(path), C(message), C(hint)) of the chosen step and the root.
+  returned: always
+  type: list
+  elements: dict
+files:
+  description: Number of files (objects) in the chosen step.
+  returned: always
+  type: int
+bytes:
+  description: Total size of the chosen step in bytes.
+  returned: always
+  type: int
+newest_mtime:
+  description: Modification time (epoch seconds) of the newest file of the chosen step.
+  returned: always
+  type: float
+latest_complete_step:
+  description: The newest step that is complete and verified; null when there is none.
+  returned: always
+  type: int
+  sample: 40
+newest_step:
+  description: The newest C(global_step_N) found, complete or not.
+  returned: always
+  type: int
+  sample: 50
+steps:
+  description:
+    - Every C(global_step_*) directory found, oldest first, with its verdict (V(complete), V(incomplete),
+      V(unverified) when its structure is complete but its payloads were not opened, V(unrecognized) for names
+      such as C(global_step_40_bak)) and the reasons.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: global_step_50
+      step: 50
+      verdict: incomplete
+      reasons: ["missing 1 required entry: actor/dcp_checkpoint/.metadata"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source, import_boto3
+
+GATE_OPTIONS = (
+    "runner",
+    "backend",
+    "actor_world_size",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "expert_parallel",
+    "critic",
+    "full_weights",
+    "step",
+    "quiet_seconds",
+    "verify_payloads",
+)
+
+
+def argument_spec():
+    return dict(
+        path=dict(type="path"),
+        s3=dict(
+            type="dict",
+            options=dict(
+                bucket=dict(type="str", required=True),
+                prefix=dict(type="str", default=""),
+                endpoint_url=dict(type="str", fallback=(env_fallback, ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"])),
+                region=dict(type="str", fallback=(env_fallback, ["AWS_REGION", "AWS_DEFAULT_REGION"])),
+                access_key=dict(type="str", no_log=False, fallback=(env_fallback, ["AWS_ACCESS_KEY_ID"])),
+                secret_key=dict(type="str", no_log=True, fallback=(env_fallback, ["AWS_SECRET_ACCESS_KEY"])),
+            ),
+        ),
+        runner=dict(type="str", default=layouts.AUTO, choices=[layouts.AUTO, *layouts.RUNNERS]),
+        backend=dict(type="str", default=layouts.AUTO, choices=[layouts.AUTO, *layouts.BACKENDS]),
+        actor_world_size=dict(type="int"),
+        tensor_parallel=dict(type="int"),
+        pipeline_parallel=dict(type="int"),
+        expert_parallel=dict(type="int"),
+        critic=dict(type="bool"),
+        full_weights=dict(type="bool", default=True),
+        step=dict(type="str", default="latest"),
+        quiet_seconds=dict(type="int", default=120),
+        verify_payloads=dict(type="bool", default=True),
+        fail_when_incomplete=dict(type="bool", default=True),
+    )
+
+
+def open_source(module):
+    if module.params["path"]:
+        return LocalSource(module.params["path"])
+    s3 = module.params["s3"]
+    try:
+        import_boto3()
+    except ImportError as exc:
+        module.fail_json(msg=missing_required_lib("boto3"), exception=str(exc))
+    return S3Source(
+        s3["bucket"],
+        prefix=s3["prefix"],
+        endpoint_url=s3["endpoint_url"],
+        region=s3["region"],
+        access_key=s3["access_key"],
+        secret_key=s3["secret_key"],
+    )
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        mutually_exclusive=[("path", "s3")],
+        required_one_of=[("path", "s3")],
+        supports_check_mode=True,
+    )
+    try:
+        source = open_source(module)
+        result = run_gate(source, {name: module.params[name] for name in GATE_OPTIONS})
+    except layouts.GateError as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    if not result["complete"] and module.params["fail_when_incomplete"]:
+        module.fail_json(msg=incomplete_message(result), changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""Every row of the completeness table x every failure case, on disk."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ckpt_fixtures as F
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
+
+STEP = 40
+
+
+def matrix():
+    for row in F.ROWS:
+        for case in F.CASES:
+            if not F.applicable(row, case):
+                continue
+            if case == "missing":
+                for rel in row.required(STEP):
+                    yield pytest.param(row, case, rel, id="%s-missing-%s" % (row.id, rel))
+            else:
+                yield pytest.param(row, case, None, id="%s-%s" % (row.id, case))
+
+
+def gate(root, row, **extra):
+    params = dict(row.gate_params(), step=STEP, quiet_seconds=120)
+    params.update(extra)
+    return run_gate(LocalSource(str(root)), params)
+
+
+@pytest.mark.parametrize("row,case,drop", list(matrix()))
+def test_matrix_on_disk(tmp_path, row, case, drop):
+    # an older complete sibling: optional parts written last (data_state.json) are known from it
+    F.write_local(str(tmp_path), "global_step_%d" % (STEP - 20), F.tree(row, STEP - 20, "complete"), age=86400)
+    F.write_local(str(tmp_path), "global_step_%d" % STEP, F.tree(row, STEP, case, drop))
+    result = gate(tmp_path, row)
+    ids = {p["id"] for p in result["problems"]}
+    assert result["complete"] is F.expected_complete(case), (result["missing"], result["problems"])
+    assert result["step"] == STEP
+    assert result["checkpoint"] == os.path.join(str(tmp_path), "global_step_%d" % STEP)
+    if case == "missing":
+        assert any(drop == m or (m.endswith("*.distcp") and drop.endswith(".distcp")) for m in result["missing"]), (
+            drop,
+            result["missing"],
+        )
+    elif case == "marker-missing":
+        assert set(row.markers(STEP)) <= set(result["missing"])
+    elif case == "metadata-tmp":
+        assert "leftover-tmp" in ids
+    elif case == "stale-shards":
+        assert "stale-shards" in ids
+        assert result["missing"] == []
+    elif case == "stale-marker":
+        assert "stale-marker" in ids
+    elif case == "tracker-mismatch":
+        assert "tracker-mismatch" in ids
+    elif case == "truncated":
+        assert "truncated-payload" in ids
+    elif case == "too-recent":
+        assert ids == {"write-too-recent"}
+        assert result["missing"] == []
+    if case not in ("too-recent",):
+        assert "write-too-recent" not in ids
+    summary = {s["step"]: s for s in result["steps"]}
+    assert summary[STEP]["verdict"] == ("complete" if result["complete"] else "incomplete")
+    assert summary[STEP - 20]["verdict"] in ("complete", "unverified")
+    assert result["latest_complete_step"] == (STEP if result["complete"] else STEP - 20)
+
+
+@pytest.mark.parametrize("row", F.ROWS, ids=[r.id for r in F.ROWS])
+def test_auto_detection_of_complete_rows(tmp_path, row):
+    """runner/backend auto and no sizes: detected, complete (mp_rank_TT_NNN needs PP or EP given)."""
+    F.write_local(str(tmp_path), "global_step_%d" % STEP, F.tree(row, STEP, "complete"))
+    extra = {}
+    if row.megatron and (row.pp > 1 or row.ep > 1) and not (row.pp > 1 and row.ep > 1):
+        extra["pipeline_parallel"] = row.pp
+    result = run_gate(LocalSource(str(tmp_path)), dict(extra, quiet_seconds=120, full_weights=row.full_weights))
+    assert result["complete"], result["problems"]
+    family = {"agent": "reasoning", "offline": "embodied", "coding": "embodied"}.get(row.runner, row.runner)
+    if row.megatron and row.runner == "sft":
+        family = "sft"
+    assert result["runner"] == family
+    expected_backend = "fsdp" if row.backend == "fsdp2" else row.backend
+    assert result["backend"] == expected_backend
+    if not row.megatron:
+        assert result["world_size"] == row.world
+
+
+@pytest.mark.parametrize("row", [r for r in F.ROWS if not r.megatron], ids=lambda r: r.id)
+def test_stale_shards_without_world_size(tmp_path, row):
+    """Extra shards from a larger run: the .metadata shard list (or a disagreement) decides, never the count."""
+    F.write_local(str(tmp_path), "global_step_%d" % STEP, F.tree(row, STEP, "stale-shards"))
+    result = run_gate(
+        LocalSource(str(tmp_path)), {"runner": row.runner, "quiet_seconds": 120, "full_weights": row.full_weights}
+    )
+    ids = {p["id"] for p in result["problems"]}
+    if result["complete"]:
+        assert result["world_size"] == row.world
+        assert "stale-shards" in ids
+    else:
+        assert "world-size-ambiguous" in ids
+
+
+def test_marker_missing_without_parameters_is_incomplete(tmp_path):
+    row = F.ROWS[0]
+    F.write_local(str(tmp_path), "global_step_%d" % STEP, F.tree(row, STEP, "marker-missing"))
+    result = run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120})
+    assert not result["complete"]
+    assert "actor/model_state_dict/full_weights.pt" in result["missing"]
