@@ -1,0 +1,180 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""rlark.ops.job_logs: the main-container logs of RLark Jobs, optionally waiting for signals."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+import time
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
+    LogSourceError,
+    head_pod_name,
+    read_logs,
+    wait_for_logs,
+)
+
+DOCUMENTATION = r"""
+name: job_logs
+author: rlark.ops maintainers
+short_description: Read (and wait for) the logs of an RLark Job's pods
+version_added: 0.1.0
+description:
+  - Returns, for each Job name, the C(main) container logs of its pods from one of three sources,
+    read on the controller (no module run).
+  - C(files) reads C(<logs_dir>/<job>/<pod>.log) (the sandbox writes these; a log shipper can too)
+    and keeps the whole history; C(kubeconfig) reads the pods in the data-plane cluster
+    (namespace C(rlark-system)); C(gateway) calls RLark's C(/jobs/<job>/logs) endpoint, which only
+    has the last 1000 lines of Running pods.
+  - With O(wait_for) it polls until every regex is found in the head pod's log, any O(stop_on)
+    regex is found, or O(timeout) passes; the result says which.
+options:
+  _terms:
+    description: Job names.
+    required: true
+    type: list
+    elements: str
+  source:
+    description: Where the logs come from.
+    type: str
+    default: files
+    choices: [files, kubeconfig, gateway]
+  logs_dir:
+    description: Directory holding C(<job>/<pod>.log) for O(source=files).
+    type: path
+    env:
+      - name: RLARK_LOGS_DIR
+  gateway_url:
+    description: Base URL of the RLark gateway for O(source=gateway).
+    type: str
+    env:
+      - name: RLARK_GATEWAY_URL
+  kubeconfig:
+    description: Kubeconfig of the data-plane cluster for O(source=kubeconfig).
+    type: path
+    env:
+      - name: RLARK_DATA_PLANE_KUBECONFIG
+  namespace:
+    description: Namespace of the workloads in the data-plane cluster.
+    type: str
+    default: rlark-system
+  head_task:
+    description: Name of the head task template; the head pod is C(<job>-<head_task>-0).
+    type: str
+    required: true
+  pods:
+    description: Pod names to read for O(source=kubeconfig) (defaults to the head pod).
+    type: list
+    elements: str
+    default: []
+  wait_for:
+    description: Regexes that must all appear in the head pod's log.
+    type: list
+    elements: str
+    default: []
+  stop_on:
+    description: Regexes that end the wait at once (failure signals).
+    type: list
+    elements: str
+    default: []
+  timeout:
+    description: Seconds to wait for O(wait_for).
+    type: float
+    default: 0
+  interval:
+    description: Seconds between two reads while waiting.
+    type: float
+    default: 1
+"""
+
+EXAMPLES = r"""
+- name: Wait until the head says the run script started
+  ansible.builtin.set_fact:
+    logs: >-
+      {{ lookup('rlark.ops.job_logs', 'demo', head_task='actor', logs_dir='/srv/logs',
+                wait_for=['Executing run script'], stop_on=['Traceback'], timeout=60) }}
+"""
+
+RETURN = r"""
+_raw:
+  description: One result per Job.
+  type: list
+  elements: dict
+  contains:
+    job:
+      description: The Job name.
+      type: str
+    head_pod:
+      description: The head pod's name.
+      type: str
+    logs:
+      description: Pod name to log text.
+      type: dict
+    head_log:
+      description: The head pod's log text.
+      type: str
+    timed_out:
+      description: Whether O(timeout) passed before every O(wait_for) regex was seen.
+      type: bool
+    stopped_on:
+      description: The O(stop_on) regexes found.
+      type: list
+    waited_seconds:
+      description: How long the lookup waited.
+      type: float
+"""
+
+
+class LookupModule(LookupBase):
+    def run(self, terms, variables=None, **kwargs):
+        self.set_options(var_options=variables, direct=kwargs)
+        opts = {k: self.get_option(k) for k in ("source", "logs_dir", "gateway_url", "kubeconfig", "namespace")}
+        head_task = self.get_option("head_task")
+        try:
+            wait_for = [re.compile(p, re.MULTILINE) for p in self.get_option("wait_for")]
+            stop_on = [re.compile(p, re.MULTILINE) for p in self.get_option("stop_on")]
+        except re.error as exc:
+            raise AnsibleLookupError("rlark.ops.job_logs: invalid regex: %s" % exc) from exc
+        results = []
+        for job in terms:
+            head = head_pod_name(job, head_task)
+            pods = self.get_option("pods") or [head]
+
+            def read(job=job, pods=pods):
+                return read_logs(
+                    opts["source"],
+                    job,
+                    pod_names=pods,
+                    logs_dir=opts["logs_dir"],
+                    gateway_url=opts["gateway_url"],
+                    kubeconfig=opts["kubeconfig"],
+                    namespace=opts["namespace"],
+                )
+
+            def done(text):
+                return any(r.search(text) for r in stop_on) or all(r.search(text) for r in wait_for)
+
+            started = time.monotonic()
+            try:
+                logs, timed_out = wait_for_logs(
+                    read, head, done, self.get_option("timeout"), self.get_option("interval")
+                )
+            except LogSourceError as exc:
+                raise AnsibleLookupError("rlark.ops.job_logs: %s" % exc) from exc
+            text = logs.get(head, "")
+            results.append(
+                {
+                    "job": job,
+                    "head_pod": head,
+                    "logs": logs,
+                    "head_log": text,
+                    "timed_out": bool(wait_for) and timed_out,
+                    "stopped_on": [r.pattern for r in stop_on if r.search(text)],
+                    "waited_seconds": round(time.monotonic() - started, 2),
+                }
+            )
+        return results

@@ -1,0 +1,188 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""Find where a running Job's RLinf checkpoints really live, from its stored spec.
+
+The checkpoint root is a *container* path (Hydra overrides in the head's runScript, or the launch
+manifest). It only survives a pod move when it lies under a volume mount: a hostPath on the head
+pod's node, or a PVC whose StorageClass is object storage (RLark's rclone classes map the claim to
+the bucket root, so the object key is the path relative to the mountPath). Anything else is the
+container filesystem, which disappears with the pod: a guarded stop must refuse.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import posixpath
+import re
+
+OVERRIDE = re.compile(r"""(?:^|\s)\+{0,2}(runner\.[A-Za-z0-9_.]+)=("[^"]*"|'[^']*'|\S+)""")
+STEP_DIR = re.compile(r"^global_step_(\d+)$")
+
+
+def hydra_overrides(script):
+    """``{key: value}`` of the ``runner.*`` Hydra overrides in a run script (the last one wins)."""
+    out = {}
+    for key, value in OVERRIDE.findall(script or ""):
+        out[key] = value.strip("'\"")
+    return out
+
+
+def parts(resource):
+    """(job, tasks, pods) of an rlark_job_info / rlark_job result item, or of a bare Job."""
+    resource = resource or {}
+    job = resource.get("job") if isinstance(resource.get("job"), dict) else resource
+    return job, resource.get("tasks") or [], resource.get("pods") or []
+
+
+def head_template(job):
+    tasks = (job or {}).get("spec", {}).get("tasks") or []
+    for task in tasks:
+        if task.get("head"):
+            return task
+    return tasks[0] if tasks else {}
+
+
+def _pod_spec(task):
+    return ((task.get("kubernetes") or {}).get("workload") or {}).get("template", {}).get("spec") or {}
+
+
+def _main(pod_spec):
+    containers = pod_spec.get("containers") or []
+    for c in containers:
+        if c.get("name") == "main":
+            return c
+    return containers[0] if containers else {}
+
+
+def checkpoint_root(job, manifest=None, explicit=None):
+    """(container path of the ``checkpoints`` dir, where it came from, overrides)."""
+    head = head_template(job)
+    overrides = hydra_overrides(head.get("runScript"))
+    if explicit:
+        return explicit.rstrip("/"), "explicit input", overrides
+    ckpt = ((manifest or {}).get("checkpoint") or {}) if isinstance(manifest, dict) else {}
+    if ckpt.get("root"):
+        return str(ckpt["root"]).rstrip("/"), "launch manifest checkpoint.root", overrides
+    log_path = overrides.get("runner.logger.log_path")
+    log_exp = overrides.get("runner.logger.experiment_name")
+    if log_path and log_exp:
+        return posixpath.join(log_path, log_exp, "checkpoints"), "runner.logger overrides", overrides
+    out_dir = overrides.get("runner.output_dir")
+    out_exp = overrides.get("runner.experiment_name")
+    if out_dir and out_exp:
+        return posixpath.join(out_dir, out_exp, "checkpoints"), "runner.output_dir overrides", overrides
+    return None, "no checkpoint location in the run script or the launch manifest", overrides
+
+
+def head_pod_node(job, tasks, pods):
+    """The node of the head task's pod 0 (the RLinf driver writes the checkpoints), or None."""
+    head = head_template(job)
+    task_object = "%s-%s" % ((job.get("metadata") or {}).get("name"), head.get("name"))
+    candidates = []
+    for pod in pods:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if labels.get("rlark.io/task-name") != task_object:
+            continue
+        local = labels.get("rlark.io/local-pod-name") or ""
+        candidates.append((not local.endswith("-0"), local, (pod.get("status") or {}).get("node")))
+    for _, _, node in sorted(candidates):
+        if node:
+            return node
+    for task in tasks:
+        if (task.get("metadata") or {}).get("name") == task_object:
+            observed = (task.get("status") or {}).get("observedNodes") or []
+            if observed:
+                return observed[0]
+    return None
+
+
+def locate(resource, manifest=None, explicit_root=None, object_storage=None):
+    """Where the checkpoints of one Job live.
+
+    Returns ``{ok, kind (hostPath|s3|pvc|container|unknown), container_root, source, volume,
+    node, host_path, s3: {bucket, prefix, ...}, reason, overrides}``. ``ok`` is False when a
+    guarded stop must refuse.
+    """
+    job, tasks, pods = parts(resource)
+    object_storage = object_storage or {}
+    root, source, overrides = checkpoint_root(job, manifest, explicit_root)
+    out = {
+        "ok": False,
+        "kind": "unknown",
+        "container_root": root,
+        "source": source,
+        "volume": None,
+        "node": None,
+        "host_path": None,
+        "s3": None,
+        "reason": "",
+        "overrides": overrides,
+    }
+    if not root:
+        out["reason"] = "The checkpoint directory is unknown: %s." % source
+        return out
+    head = head_template(job)
+    spec = _pod_spec(head)
+    best = None
+    for m in _main(spec).get("volumeMounts") or []:
+        mp = (m.get("mountPath") or "").rstrip("/") or "/"
+        covers = root == mp or root.startswith(mp.rstrip("/") + "/")
+        if covers and (best is None or len(mp) > len(best[0])):
+            best = (mp, m)
+    if best is None:
+        out["kind"] = "container"
+        out["reason"] = (
+            "Checkpoint root %s is on the container filesystem (no volume mount covers it): "
+            "it disappears with the pod." % root
+        )
+        return out
+    mount_path, mount = best
+    rest = root[len(mount_path) :].lstrip("/")
+    if mount.get("subPath"):
+        rest = posixpath.join(mount["subPath"], rest) if rest else mount["subPath"]
+    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+    vol = volumes.get(mount.get("name")) or {}
+    out["volume"] = mount.get("name")
+    if vol.get("hostPath"):
+        node = head_pod_node(job, tasks, pods)
+        base = vol["hostPath"].get("path") or "/"
+        out.update(kind="hostPath", node=node, host_path=posixpath.join(base, rest) if rest else base)
+        if not node:
+            out["reason"] = "Checkpoint root %s is a hostPath, but no head pod shows which node holds it." % root
+            return out
+        out["ok"] = True
+        return out
+    claim = vol.get("persistentVolumeClaim")
+    if claim is not None:
+        name = claim.get("claimName") or "pvc-%s-%s-%s" % (
+            (job.get("metadata") or {}).get("name"),
+            head.get("name"),
+            vol.get("name"),
+        )
+        storage_map = ((head.get("kubernetes") or {}).get("workload") or {}).get("pvcStorageMap") or {}
+        cls = storage_map.get(claim.get("claimName") or "") or storage_map.get(name)
+        if cls in object_storage:
+            target = dict(object_storage[cls])
+            prefix = target.get("prefix", "").strip("/")
+            target["prefix"] = posixpath.join(prefix, rest) if prefix else rest
+            target["storage_class"] = cls
+            out.update(kind="s3", s3=target, ok=True)
+            return out
+        out["kind"] = "pvc"
+        out["reason"] = (
+            "Checkpoint root %s is on claim %s (StorageClass %s), which is not a configured object storage class: "
+            "it cannot be inspected from here and is deleted with the Job." % (root, name, cls or "default")
+        )
+        return out
+    out["kind"] = "container"
+    out["reason"] = "Checkpoint root %s is on volume %s, which does not survive the pod." % (root, mount.get("name"))
+    return out
+
+
+def step_dir(container_root, step):
+    """The container path RLinf resumes from (no trailing slash: RLinf parses the step from it)."""
+    return posixpath.join(container_root.rstrip("/"), "global_step_%d" % int(step))
+
+
+__all__ = ["checkpoint_root", "head_pod_node", "head_template", "hydra_overrides", "locate", "parts", "step_dir"]

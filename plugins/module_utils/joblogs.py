@@ -1,0 +1,119 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""Read the ``main`` container logs of a Job's pods from one of three sources.
+
+- ``files``: a directory ``<dir>/<job>/<local-pod-name>.log`` (the sandbox, or any log shipper
+  that writes files per pod); the full history, not only the last 1000 lines.
+- ``kubeconfig``: a data-plane cluster's API (pods live in ``rlark-system``, named
+  ``<job>-<task>-<ordinal>``); only the current container's log.
+- ``gateway``: RLark's ``GET /api/v1/rlinf.io/v1alpha1/jobs/<job>/logs`` (last 1000 lines per
+  Running pod, no auth).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import time
+
+try:
+    from urllib.parse import quote
+    from urllib.request import Request, urlopen
+except ImportError:  # pragma: no cover
+    quote = None
+
+SOURCES = ("files", "kubeconfig", "gateway")
+DATA_PLANE_NAMESPACE = "rlark-system"
+
+
+class LogSourceError(Exception):
+    pass
+
+
+def _ordinal(pod):
+    m = re.search(r"-(\d+)$", pod)
+    return int(m.group(1)) if m else 0
+
+
+def head_pod_name(job_name, head_task):
+    return "%s-%s-0" % (job_name, head_task)
+
+
+def read_files(logs_dir, job_name):
+    folder = os.path.join(logs_dir, job_name)
+    if not os.path.isdir(folder):
+        return {}
+    out = {}
+    for entry in sorted(os.listdir(folder)):
+        if entry.endswith(".log"):
+            with open(os.path.join(folder, entry), "rb") as fh:
+                out[entry[: -len(".log")]] = fh.read().decode("utf-8", "replace")
+    return out
+
+
+def read_gateway(url, job_name, timeout=10):
+    target = "%s/api/v1/rlinf.io/v1alpha1/jobs/%s/logs" % (url.rstrip("/"), quote(job_name))
+    try:
+        with urlopen(Request(target, headers={"Accept": "application/json"}), timeout=timeout) as resp:
+            body = json.loads(resp.read().decode("utf-8"))
+    except Exception as exc:  # one sentence, never a traceback
+        raise LogSourceError("RLark gateway %s did not return logs for Job %s: %s" % (url, job_name, exc)) from exc
+    return {p.get("podName") or p.get("taskName"): p.get("logs") or "" for p in body.get("pods") or []}
+
+
+def read_kubeconfig(kubeconfig, pod_names, namespace=DATA_PLANE_NAMESPACE, context=None):
+    try:
+        from kubernetes import client, config
+    except ImportError:
+        raise LogSourceError("the Python package 'kubernetes' is required for the kubeconfig log source") from None
+    try:
+        api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig, context=context))
+    except Exception as exc:
+        raise LogSourceError("cannot load data-plane kubeconfig %s: %s" % (kubeconfig, exc)) from exc
+    out = {}
+    for pod in pod_names:
+        try:
+            out[pod] = api.read_namespaced_pod_log(pod, namespace, container="main")
+        except Exception as exc:
+            status = getattr(exc, "status", None)
+            if status == 404:
+                continue
+            raise LogSourceError(
+                "cannot read the log of pod %s/%s: %s" % (namespace, pod, getattr(exc, "reason", exc))
+            ) from None
+    return out
+
+
+def read_logs(source, job_name, pod_names=None, logs_dir=None, gateway_url=None, kubeconfig=None, namespace=None):
+    """``{pod name: text}`` for one Job; ``pod_names`` is needed for the kubeconfig source."""
+    if source == "files":
+        if not logs_dir:
+            raise LogSourceError("the files log source needs a logs directory")
+        return read_files(logs_dir, job_name)
+    if source == "gateway":
+        if not gateway_url:
+            raise LogSourceError("the gateway log source needs the gateway URL")
+        return read_gateway(gateway_url, job_name)
+    if source == "kubeconfig":
+        if not kubeconfig:
+            raise LogSourceError("the kubeconfig log source needs a data-plane kubeconfig")
+        return read_kubeconfig(kubeconfig, pod_names or [], namespace or DATA_PLANE_NAMESPACE)
+    raise LogSourceError("unknown log source %r (use one of %s)" % (source, ", ".join(SOURCES)))
+
+
+def wait_for_logs(read, pod, until, timeout, interval=1.0, clock=time.monotonic, sleep=time.sleep):
+    """Call ``read()`` until ``until(logs[pod])`` is true or ``timeout`` passes; ``(logs, timed_out)``."""
+    deadline = clock() + max(0.0, float(timeout))
+    while True:
+        logs = read()
+        if until(logs.get(pod, "")):
+            return logs, False
+        if clock() >= deadline:
+            return logs, True
+        sleep(min(interval, max(0.0, deadline - clock())) or 0.05)
+
+
+__all__ = ["SOURCES", "LogSourceError", "head_pod_name", "read_logs", "wait_for_logs"]

@@ -1,0 +1,109 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""The stop record the guarded-stop runbook asks a person to keep, built from what is known.
+
+Every item is filled from the live Job, the checkpoint gate and (when given) the launch manifest;
+an item that cannot be established says so instead of being left out, and an image pinned only by
+tag is recorded as "digest not confirmed" (the runbook: do not record such a resume as exact).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import hydra_overrides, parts
+
+NOT_CONFIRMED = "digest not confirmed"
+
+
+def _images(job, manifest):
+    recorded = {}
+    for role in (manifest or {}).get("roles") or []:
+        image = role.get("image") or {}
+        if isinstance(image, dict) and image.get("reference"):
+            recorded[role.get("name")] = image
+    out = []
+    for task in (job.get("spec") or {}).get("tasks") or []:
+        pod = ((task.get("kubernetes") or {}).get("workload") or {}).get("template", {}).get("spec") or {}
+        for c in pod.get("containers") or []:
+            ref = c.get("image") or ""
+            entry = {"task": task.get("name"), "container": c.get("name"), "image": ref}
+            if "@sha256:" in ref:
+                entry["digest"] = ref.split("@", 1)[1]
+                entry["digest_status"] = "confirmed (pinned in the Job)"
+            elif (recorded.get(task.get("name")) or {}).get("digest"):
+                entry["digest"] = recorded[task.get("name")]["digest"]
+                entry["digest_status"] = "%s in the Job; the launch manifest records this digest" % NOT_CONFIRMED
+            else:
+                entry["digest"] = None
+                entry["digest_status"] = NOT_CONFIRMED
+            out.append(entry)
+    return out
+
+
+def build(resource, manifest=None, location=None, gate=None):
+    """The stop record (not yet redacted: the caller redacts the whole record)."""
+    job, tasks, pods = parts(resource)
+    manifest = manifest or {}
+    location = location or {}
+    gate = gate or {}
+    head = next((t for t in (job.get("spec") or {}).get("tasks") or [] if t.get("head")), {})
+    code = manifest.get("code") or {}
+    ckpt = manifest.get("checkpoint") or {}
+    data = manifest.get("data") or {}
+    step = gate.get("step")
+    container_dir = None
+    if location.get("container_root") and step is not None:
+        container_dir = "%s/global_step_%s" % (location["container_root"].rstrip("/"), step)
+    if location.get("kind") == "s3":
+        s3 = location.get("s3") or {}
+        stored = "s3://%s/%s/global_step_%s" % (s3.get("bucket"), (s3.get("prefix") or "").strip("/"), step)
+    elif location.get("kind") == "hostPath":
+        stored = "node %s:%s/global_step_%s" % (location.get("node"), location.get("host_path"), step)
+    else:
+        stored = None
+    no_manifest = "not recorded (no launch manifest given)"
+    return {
+        "job_name": (job.get("metadata") or {}).get("name"),
+        "backend": gate.get("backend") or ckpt.get("backend") or "unknown",
+        "runner": gate.get("runner") or ckpt.get("runner") or "unknown",
+        "global_step": step,
+        "rlinf_code": {"repo": code.get("repo"), "ref": code.get("ref")} if code else no_manifest,
+        "images": _images(job, manifest),
+        "final_config": {
+            "hydra": manifest.get("hydra") if manifest else no_manifest,
+            "run_script_overrides": hydra_overrides(head.get("runScript")),
+            "run_script": head.get("runScript"),
+        },
+        "data_version": {"location": data.get("location"), "version": data.get("version")} if data else no_manifest,
+        "checkpoint": {
+            "container_path": container_dir,
+            "stored_at": stored,
+            "storage_kind": location.get("kind"),
+            "gate_checkpoint": gate.get("checkpoint"),
+            "files": gate.get("files"),
+            "bytes": gate.get("bytes"),
+            "newest_mtime": gate.get("newest_mtime"),
+        },
+        "job_yaml": job,
+        "tasks": [
+            {
+                "name": (t.get("metadata") or {}).get("name"),
+                "namespace": (t.get("metadata") or {}).get("namespace"),
+                "phase": (t.get("status") or {}).get("phase"),
+                "observed_nodes": (t.get("status") or {}).get("observedNodes"),
+            }
+            for t in tasks
+        ],
+        "pods": [
+            {
+                "name": ((p.get("metadata") or {}).get("labels") or {}).get("rlark.io/local-pod-name"),
+                "node": (p.get("status") or {}).get("node"),
+                "phase": (p.get("status") or {}).get("phase"),
+            }
+            for p in pods
+        ],
+    }
+
+
+__all__ = ["NOT_CONFIRMED", "build"]

@@ -1,0 +1,36 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""The guarded-stop summary: one row per Job, stopped / already stopped / refused and why."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+OUTCOMES = ("stopped", "already stopped", "refused")
+
+
+def stop_summary(results):
+    """``{table, counts, refused, ok}`` for a list of per-Job results ``{job, outcome, reason, ...}``."""
+    rows = []
+    counts = dict((o, 0) for o in OUTCOMES)
+    for r in sorted(results or [], key=lambda r: str(r.get("job"))):
+        outcome = r.get("outcome") or "refused"
+        if outcome not in counts:
+            outcome = "refused"
+        counts[outcome] += 1
+        step = r.get("step")
+        detail = r.get("reason") or ""
+        if outcome != "refused" and r.get("checkpoint"):
+            detail = "checkpoint %s" % r["checkpoint"] + ("; " + detail if detail else "")
+        rows.append((str(r.get("job")), outcome, "" if step is None else str(step), " ".join(str(detail).split())))
+    header = ("JOB", "OUTCOME", "STEP", "DETAIL")
+    widths = [max([len(header[i])] + [len(row[i]) for row in rows]) for i in range(3)]
+    lines = []
+    for row in [header] + rows:
+        lines.append("  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3])
+    lines.append("%d stopped, %d already stopped, %d refused" % tuple(counts[o] for o in OUTCOMES))
+    refused = [row[0] for row in rows if row[1] == "refused"]
+    return {"table": "\n".join(lines), "counts": counts, "refused": refused, "ok": not refused}
+
+
+__all__ = ["OUTCOMES", "stop_summary"]
