@@ -47,3 +47,13 @@ def preflight(manifest, profile, job_name=None):
         "manifest_version": m.get("version"),
         "profile_version": p.get("version"),
     }
+
+
+def review_for_submission(job, manifest=None, profile=None):
+    """Gate for a Job that was not rendered here (hand-edited, a resume copy): ``{ok, job, findings}``.
+
+    ``job`` is the Job only when the review has no error finding; otherwise None (nothing offered).
+    """
+    found = review.review_job(job, manifest, profile)
+    ok = not has_errors(found)
+    return {"ok": ok, "job": manifest_io.to_plain(job) if ok else None, "findings": found}

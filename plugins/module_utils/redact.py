@@ -115,11 +115,7 @@ def redact(data):
         pair_secret = isinstance(data.get("name"), str) and is_secret_name(data["name"])
         out = {}
         for key, value in data.items():
-            if (
-                (is_secret_name(key) or (pair_secret and key == "value"))
-                and isinstance(value, (str, int, float))
-                and not isinstance(value, bool)
-            ):
+            if (is_secret_name(key) or (pair_secret and key == "value")) and _is_scalar_value(value):
                 out[key] = MASK
             elif is_secret_name(key) and isinstance(value, (dict, list)) and not _is_reference(key):
                 out[key] = _mask_leaves(value)
@@ -137,9 +133,16 @@ def _is_reference(key):
     return str(key) in ("secret", "secretKeyRef", "secretRef")
 
 
+def _is_scalar_value(value):
+    """A non-empty scalar worth masking (empty values and booleans reveal nothing)."""
+    if isinstance(value, bool) or value is None or value == "":
+        return False
+    return isinstance(value, (str, int, float))
+
+
 def _mask_leaves(value):
     if isinstance(value, dict):
         return {k: _mask_leaves(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_mask_leaves(v) for v in value]
-    return MASK if isinstance(value, (str, int, float)) and not isinstance(value, bool) else value
+    return MASK if _is_scalar_value(value) else value

@@ -19,7 +19,7 @@ from ansible_collections.rlark.ops.plugins.module_utils import manifest as manif
 from ansible_collections.rlark.ops.plugins.module_utils import render
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, WARNING, finding
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
-from ansible_collections.rlark.ops.plugins.module_utils.redact import is_secret_name, looks_secret, redact_text
+from ansible_collections.rlark.ops.plugins.module_utils.redact import is_secret_name, looks_secret, redact, redact_text
 from ansible_collections.rlark.ops.plugins.module_utils.selectors import static_selector_findings
 
 ROLES = ("Actor", "Rollout", "Env")
@@ -186,29 +186,31 @@ def env_secret_findings(env, path):
 
 
 def inline_secret_findings(data, prefix, skip=()):
-    """Secret-shaped strings (or secret-named keys) anywhere outside env lists."""
+    """Every value ``redact`` would mask (outside the env values in ``skip``): the review and the
+    redaction share one definition, so clean records are never altered by redaction."""
     found = []
 
-    def walk(node, path, key):
+    def walk(node, masked, path):
         if path in skip:
             return
-        if isinstance(node, dict):
+        if isinstance(node, dict) and isinstance(masked, dict):
             for k, v in node.items():
-                walk(v, manifest_io.field_path([k], path), k)
-        elif isinstance(node, list):
+                walk(v, masked.get(k), manifest_io.field_path([k], path))
+        elif isinstance(node, list) and isinstance(masked, list) and len(node) == len(masked):
             for i, v in enumerate(node):
-                walk(v, "%s[%d]" % (path, i), key)
-        elif isinstance(node, str) and (looks_secret(node) or (key and is_secret_name(key) and node)):
+                walk(v, masked[i], "%s[%d]" % (path, i))
+        elif node != masked:
             found.append(
                 finding(
                     "inline-secret",
-                    "A value at %s looks like a credential; records and Jobs must not carry secrets." % path,
+                    "The value at %s looks like a credential (by its name or shape); records and Jobs must not "
+                    "carry secrets." % path,
                     path=path,
                     hint=SECRETS_HINT,
                 )
             )
 
-    walk(data, prefix, None)
+    walk(data, redact(data), prefix)
     return found
 
 
@@ -624,6 +626,15 @@ def _head_record_findings(roles):
             )
         )
     for i, role in roles:
+        if role.get("head") is True and not _s(role.get("entrypoint")).strip():
+            found.append(
+                finding(
+                    "runscript-missing",
+                    "The head role %r has no entrypoint: the Job would have nothing to run." % role.get("name"),
+                    path="manifest.roles[%d].entrypoint" % i,
+                    hint="Record the exact start command verified in the image.",
+                )
+            )
         if role.get("head") is not True and (role.get("entrypoint") or role.get("checks")):
             found.append(
                 finding(
@@ -987,16 +998,26 @@ def consistency_findings(job, manifest, profile):
     tasks = {t.get("name"): (i, t) for i, t in _tasks(job)}
     expected = render.render_job(manifest, profile, _s(_d(job.get("metadata")).get("name")) or None)
     exp_spec = expected["spec"]
-    for key, rule in (("domain", "domain-unapproved"), ("sshPublicKey", "ssh-key-unapproved")):
-        if _d(job.get("spec")).get(key) != exp_spec.get(key) and _d(job.get("spec")).get(key):
-            found.append(
-                finding(
-                    rule,
-                    "spec.%s is set but not approved in the deployment profile (or not needed by the manifest)." % key,
-                    path="spec.%s" % key,
-                    hint="Only set it when the profile approves it and the workload needs it.",
-                )
+    spec = _d(job.get("spec"))
+    if spec.get("domain") and spec.get("domain") != exp_spec.get("domain"):
+        found.append(
+            finding(
+                "domain-unapproved",
+                "spec.domain %r is not the approved Domain of a workload that needs cross-cluster traffic."
+                % (spec.get("domain"),),
+                path="spec.domain",
+                hint="Only set a Domain the profile approves (connectivity confirmed) when roles span clusters.",
             )
+        )
+    if spec.get("sshPublicKey") and spec.get("sshPublicKey") != exp_spec.get("sshPublicKey"):
+        found.append(
+            finding(
+                "ssh-key-unapproved",
+                "spec.sshPublicKey is not the key registered in the deployment profile.",
+                path="spec.sshPublicKey",
+                hint="Only set a public key registered in RLark's SSH key management, when remote access is needed.",
+            )
+        )
     prof_roles = render.profile_roles(profile)
     roles = {r.get("name"): r for r in render.ordered_roles(manifest.get("roles"))}
     for exp in exp_spec["tasks"]:
@@ -1170,16 +1191,19 @@ def review_records(job, manifest, profile):
 def _env_paths(job):
     paths = set()
     for i, task in _tasks(job):
-        containers = _l(
-            _d(_d(_d(_d(task.get("kubernetes")).get("workload")).get("template")).get("spec")).get("containers")
-        )
-        for ci in range(len(containers)):
-            paths.add("spec.tasks[%d].kubernetes.workload.template.spec.containers[%d].env" % (i, ci))
+        pod = _d(_d(_d(_d(task.get("kubernetes")).get("workload")).get("template")).get("spec"))
+        for ci, container in enumerate(_l(pod.get("containers"))):
+            for ei in range(len(_l(_d(container).get("env")))):
+                paths.add("spec.tasks[%d].kubernetes.workload.template.spec.containers[%d].env[%d].value" % (i, ci, ei))
     return paths
 
 
 def _env_paths_manifest(manifest):
-    return {"manifest.roles[%d].env" % i for i in range(len(_l(manifest.get("roles"))))}
+    paths = set()
+    for i, role in enumerate(_l(manifest.get("roles"))):
+        for ei in range(len(_l(_d(role).get("env")))):
+            paths.add("manifest.roles[%d].env[%d].value" % (i, ei))
+    return paths
 
 
 def safe(found):
