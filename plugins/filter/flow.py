@@ -50,6 +50,10 @@ def hostpath_results(plan, loop_results):
     return placement.hostpath_results(plain(plan), outputs)
 
 
+def discount_own_usage(findings, resource):
+    return placement.discount_own_usage(plain(findings), plain(resource))
+
+
 def node_host(node, hostvars, groups):
     return placement.host_for_node(plain(node), _hosts(hostvars), plain(dict(groups or {})))
 
@@ -112,6 +116,16 @@ def expected_nodes(profile):
     return out
 
 
+def pod_names(pods):
+    """Data-plane pod names (``rlark.io/local-pod-name``) of Pod CRs."""
+    out = []
+    for pod in plain(pods) or []:
+        name = ((pod.get("metadata") or {}).get("labels") or {}).get("rlark.io/local-pod-name")
+        if name:
+            out.append(name)
+    return sorted(out)
+
+
 def log_record_name(item):
     """``{key: pod, value: text}`` -> ``{key: "log-<pod>", value: text}`` for rlark_record ``files``."""
     return {"key": "log-%s" % item["key"], "value": item["value"]}
@@ -168,9 +182,11 @@ class FilterModule:
             "refusal": refusal,
             "select_jobs": select_jobs,
             "checkpoint_location": checkpoint_location,
+            "discount_own_usage": discount_own_usage,
             "expected_nodes": expected_nodes,
             "gate_summary": gate_summary,
             "log_record_name": log_record_name,
+            "pod_names": pod_names,
             "marker_report": marker_report,
             "resume_patterns": resume_patterns,
             "signal_regexes": signal_regexes,

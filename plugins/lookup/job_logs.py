@@ -45,7 +45,7 @@ options:
     choices: [files, kubeconfig, gateway]
   logs_dir:
     description: Directory holding C(<job>/<pod>.log) for O(source=files).
-    type: path
+    type: str
     env:
       - name: RLARK_LOGS_DIR
   gateway_url:
@@ -55,7 +55,7 @@ options:
       - name: RLARK_GATEWAY_URL
   kubeconfig:
     description: Kubeconfig of the data-plane cluster for O(source=kubeconfig).
-    type: path
+    type: str
     env:
       - name: RLARK_DATA_PLANE_KUBECONFIG
   namespace:
@@ -132,7 +132,8 @@ _raw:
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
-        opts = {k: self.get_option(k) for k in ("source", "logs_dir", "gateway_url", "kubeconfig", "namespace")}
+        # Empty strings mean "not set" so that roles can pass their defaults through unchanged.
+        opts = {k: self.get_option(k) or None for k in ("source", "logs_dir", "gateway_url", "kubeconfig", "namespace")}
         head_task = self.get_option("head_task")
         try:
             wait_for = [re.compile(p, re.MULTILINE) for p in self.get_option("wait_for")]
