@@ -68,14 +68,15 @@ def validate_manifest(data, kind="manifest"):
 
 
 def load_manifest(data, kind="manifest"):
-    """The validated record (path, text or data); fails with every error and its field path."""
+    """The validated record (path, text or data), redacted; fails with every error and its field path."""
     result = manifest_io.load_and_validate(data, _kind(kind))
     if not result["ok"]:
         lines = ["%s: %s" % (e["path"] or "(document)", e["message"]) for e in result["errors"]]
         raise AnsibleFilterError(
             "invalid %s:\n%s" % (manifest_io.TITLES[kind], redact_core.redact_text("\n".join(lines)))
         )
-    return result["data"]
+    # Clean records are unchanged by redaction (review flags anything it would mask as an error).
+    return redact_core.redact(result["data"])
 
 
 def stable_yaml(data):

@@ -84,7 +84,7 @@ def load_document(source):
     if isinstance(source, dict):
         return to_plain(source)
     if isinstance(source, str):
-        if "\n" not in source and (source.endswith((".yml", ".yaml", ".json")) or os.path.sep in source):
+        if _looks_like_path(source):
             path = os.path.expanduser(source)
             try:
                 with open(path, "rb") as handle:
@@ -100,6 +100,14 @@ def load_document(source):
             raise InputError("%s must hold a mapping at the top level, not %s" % (source[:80], _type_name(data)))
         return data
     raise InputError("expected a mapping or a file path, got %s" % _type_name(source))
+
+
+def _looks_like_path(text):
+    """A one-line string naming a file (not inline YAML/JSON such as ``{...}`` or ``key: value``)."""
+    text = text.strip()
+    if not text or "\n" in text or text.startswith(("{", "[")) or ": " in text:
+        return False
+    return text.endswith((".yml", ".yaml", ".json")) or os.path.exists(os.path.expanduser(text))
 
 
 def _type_name(value):

@@ -3,6 +3,7 @@
 """Shared inputs of the migration tests: the two example record pairs, loaded fresh each time."""
 
 import copy
+import json
 import os
 
 import yaml
@@ -13,7 +14,7 @@ _CACHE = {}
 
 
 def example(name):
-    """``(manifest, profile)`` deep copies of ``examples/<name>/``."""
+    """``(manifest, profile)`` copies of ``examples/<name>/`` (JSON round trip: YAML anchors not shared)."""
     if name not in _CACHE:
         folder = os.path.join(EXAMPLES, name)
         with open(os.path.join(folder, "launch_manifest.yml")) as handle:
@@ -21,7 +22,7 @@ def example(name):
         with open(os.path.join(folder, "deployment_profile.yml")) as handle:
             profile = yaml.safe_load(handle)
         _CACHE[name] = (manifest, profile)
-    return copy.deepcopy(_CACHE[name])
+    return json.loads(json.dumps(_CACHE[name]))
 
 
 def role(manifest_or_profile, name):
