@@ -66,6 +66,10 @@ def checkpoint_step_dir(container_root, step):
     return ckpt_locate.step_dir(container_root, step)
 
 
+def without_resume_override(job):
+    return ckpt_locate.without_resume_override(plain(job))
+
+
 def hydra_overrides(script):
     return ckpt_locate.hydra_overrides(script)
 
@@ -199,4 +203,5 @@ class FilterModule:
             "node_host": node_host,
             "resume_report": resume_report,
             "stop_summary": stop_summary,
+            "without_resume_override": without_resume_override,
         }

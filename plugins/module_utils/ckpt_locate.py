@@ -180,9 +180,38 @@ def locate(resource, manifest=None, explicit_root=None, object_storage=None):
     return out
 
 
+RESUME_OVERRIDE = re.compile(r"""[ \t]*\+{0,2}runner\.resume_dir=("[^"]*"|'[^']*'|\S+)""")
+
+
+def without_resume_override(job):
+    """A copy of ``job`` whose head runScript has no ``runner.resume_dir`` override, and the values removed.
+
+    A resume copy must equal what the records describe except for that one intended override, so the
+    review runs on the copy without it.
+    """
+    import copy
+
+    out = copy.deepcopy(job or {})
+    removed = []
+    head = head_template(out)
+    if head.get("runScript"):
+        removed = [m.strip("'\"") for m in RESUME_OVERRIDE.findall(head["runScript"])]
+        head["runScript"] = RESUME_OVERRIDE.sub("", head["runScript"])
+    return {"job": out, "resume_dirs": removed}
+
+
 def step_dir(container_root, step):
     """The container path RLinf resumes from (no trailing slash: RLinf parses the step from it)."""
     return posixpath.join(container_root.rstrip("/"), "global_step_%d" % int(step))
 
 
-__all__ = ["checkpoint_root", "head_pod_node", "head_template", "hydra_overrides", "locate", "parts", "step_dir"]
+__all__ = [
+    "without_resume_override",
+    "checkpoint_root",
+    "head_pod_node",
+    "head_template",
+    "hydra_overrides",
+    "locate",
+    "parts",
+    "step_dir",
+]

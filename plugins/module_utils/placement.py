@@ -241,6 +241,7 @@ def discount_own_usage(findings, resource):
         if f.get("id") == "node-insufficient-resources" and job_name:
             named = [n for n in own if ("/%s " % n) in f.get("message", "") or (" %s " % n) in f.get("message", "")]
             if named:
-                f = dict(f, severity="warning", message=f["message"] + " (Job %s itself holds these resources there)" % job_name)
+                note = " (Job %s itself holds these resources there)" % job_name
+                f = dict(f, severity="warning", message=f["message"] + note)
         out.append(f)
     return out
