@@ -8,7 +8,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${RLARK_SANDBOX_DIR:-$ROOT/.sandbox}/bin"
+# Binaries always live in the checkout's .sandbox/bin, whatever state dir a sandbox uses.
+BIN="$ROOT/.sandbox/bin"
 TOOLS="$ROOT/sandbox/tools"
 S3_TOOLS="$ROOT/sandbox/tools/s3"
 # Bump when the build recipe (flags, package paths) changes: forces one rebuild.

@@ -49,7 +49,9 @@ class Layout:
     def __init__(self, state_dir):
         self.dir = os.path.abspath(state_dir)
         j = lambda *p: os.path.join(self.dir, *p)  # noqa: E731
-        self.bin, self.pki, self.etcd, self.s3 = j("bin"), j("pki"), j("etcd"), j("s3")
+        # Built binaries stay in the checkout's .sandbox/bin even when the state dir is elsewhere.
+        self.bin = os.path.join(ROOT, ".sandbox", "bin")
+        self.pki, self.etcd, self.s3 = j("pki"), j("etcd"), j("s3")
         self.nodes, self.logs, self.service_logs = j("nodes"), j("logs"), j("logs", "_services")
         self.state, self.identity, self.env, self.lock = j("state.json"), j("identity.json"), j("env"), j(".lock")
         self.tokens_csv = j("pki", "tokens.csv")
