@@ -218,9 +218,9 @@ class Trainer(threading.Thread):
     # ------------------------------------------------------------ save
     def _save(self, cfg, step):
         ckpt_dir = cfg.checkpoint_dir(step)
+        fmt = "torch_dist" if cfg.backend == "megatron_torch_dist" else "torch"
         if cfg.megatron:
-            fmt = "torch_dist" if cfg.backend == "megatron_torch_dist" else "torch"
-            self.say("saving checkpoint at iteration %7d to %s/actor in %s format" % (step, ckpt_dir, fmt))
+            pass  # Megatron announces each model part (actor, critic) as it starts writing it
         elif cfg.runner in ("embodied", "offline", "sac", "dagger", "iql"):
             self.say("Saving checkpoint at step %d." % step)
         sink, base = self._sink(ckpt_dir)
@@ -231,6 +231,7 @@ class Trainer(threading.Thread):
         def full(rel):
             return "%s/%s" % (base, rel) if base else rel
 
+        announced = set()
         for index, op in enumerate(plan):
             if index:
                 self._sleep(pause)
@@ -239,6 +240,10 @@ class Trainer(threading.Thread):
                 sink.rename(full(op[1]), full(op[2]))
                 continue
             _, rel, kind = op
+            part = rel.split("/", 1)[0]
+            if cfg.megatron and part in ("actor", "critic") and part not in announced:
+                announced.add(part)
+                self.say("saving checkpoint at iteration %7d to %s/%s in %s format" % (step, ckpt_dir, part, fmt))
             data = layouts.payload(kind, rel, step)
             if layouts.splits_in_two(kind):
                 half = len(data) // 2
@@ -248,7 +253,6 @@ class Trainer(threading.Thread):
             else:
                 sink.write(full(rel), data)
             if rel.endswith("latest_checkpointed_iteration.txt"):
-                part = rel.split("/", 1)[0]
                 self.say(
                     "  successfully saved checkpoint from iteration %7d to %s/%s [ t 1/%d, p 1/%d ]"
                     % (step, ckpt_dir, part, cfg.tp, cfg.pp)
