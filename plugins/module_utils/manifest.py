@@ -165,12 +165,39 @@ def _short(message):
     return message if len(message) <= 200 else message[:197] + "..."
 
 
+_RESULTS = {}
+
+
+def _never(name):
+    return False
+
+
+def _errors_of(validator, kind, data, extra_ok):
+    """Sorted ``(path, message)`` pairs, memoised by content: a play validates the same records
+    in several filters (preflight, render_job, review_job)."""
+    try:
+        key = (kind, extra_ok, json.dumps(data, sort_keys=True))
+    except (TypeError, ValueError):
+        key = None
+    if key is not None and key in _RESULTS:
+        return _RESULTS[key]
+    items = set()
+    for error in validator.iter_errors(data):
+        items.update(_expand(error, extra_ok))
+    result = tuple(sorted(items))
+    if key is not None:
+        if len(_RESULTS) >= 32:
+            _RESULTS.clear()
+        _RESULTS[key] = result
+    return result
+
+
 def validate(data, kind, extra_ok=None):
     """``{ok, errors: [{path, message}], data}`` for a document already loaded (never raises).
 
     ``extra_ok(name)`` tells which unknown keys to leave to a more specific check (legacy fields).
     """
-    extra_ok = extra_ok or (lambda name: False)
+    extra_ok = extra_ok or _never
     if not isinstance(data, dict):
         return {
             "ok": False,
@@ -187,10 +214,7 @@ def validate(data, kind, extra_ok=None):
         }
     except (OSError, ValueError) as exc:
         return {"ok": False, "errors": [{"path": "", "message": "cannot read the schema: %s" % exc}], "data": None}
-    items = set()
-    for error in validator.iter_errors(data):
-        items.update(_expand(error, extra_ok))
-    errors = [{"path": p, "message": m} for p, m in sorted(items)]
+    errors = [{"path": p, "message": m} for p, m in _errors_of(validator, kind, data, extra_ok)]
     return {"ok": not errors, "errors": errors, "data": data if not errors else None}
 
 

