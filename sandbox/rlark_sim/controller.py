@@ -96,19 +96,19 @@ class NodeIndex:
         self.informer = informer
         self._version = None
         self._index = {}
-        self._nodes = {}
+        self._by_ns = {}
 
     def _refresh(self):
         if self._version == self.informer.version:
             return
         version = self.informer.version
-        index, nodes = {}, {}
-        for node in self.informer.snapshot():
+        index, by_ns = {}, {}
+        for node in self.informer.snapshot():  # sorted: per-namespace lists stay in API list order
             key = (node["metadata"].get("namespace", ""), node["metadata"]["name"])
-            nodes[key] = node
+            by_ns.setdefault(key[0], []).append(node)
             for label, value in (node["metadata"].get("labels") or {}).items():
                 index.setdefault((label, value), set()).add(key)
-        self._index, self._nodes, self._version = index, nodes, version
+        self._index, self._by_ns, self._version = index, by_ns, version
 
     def first_match(self, selector):
         self._refresh()
@@ -122,7 +122,7 @@ class NodeIndex:
 
     def nodes_in(self, namespace):
         self._refresh()
-        return [self._nodes[k] for k in sorted(self._nodes) if k[0] == namespace]
+        return self._by_ns.get(namespace, [])
 
 
 def resolve_namespace(node_selector, first_match):

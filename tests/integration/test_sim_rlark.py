@@ -539,7 +539,7 @@ def test_killing_and_restarting_sim_keeps_the_same_objects(sandbox, api, apps, j
         check=False,
     )
     assert up.returncode == 0, up.stdout + up.stderr
-    new_proc, _ = sim_process(sandbox)
+    new_proc = sim_process(sandbox)[0]
     assert new_proc["pid"] != proc["pid"]
     # The restarted trainer behaves like a restarted container: the run script starts again.
     wait_for(lambda: read_log(sandbox, name, name + "-actor-0").count("Executing run script...") == 2, timeout=30)

@@ -1,0 +1,180 @@
+"""Pure parts of rlark-sim's controller and agent, checked against rlark-platform.md sections 2-3."""
+
+from rlark_sim import agent, controller
+from rlark_sim.storage import LocalSink, resolve_path
+
+
+def job(stopped=False, tasks=None):
+    return {
+        "metadata": {"name": "demo", "uid": "u1"},
+        "spec": {
+            "domain": "d",
+            "stopped": stopped,
+            "tasks": tasks
+            or [
+                {"name": "actor", "head": True, "role": "Actor", "kubernetes": {"workload": {"replicas": 1}}},
+                {"name": "rollout", "role": "Rollout", "kubernetes": {"workload": {"replicas": 3}}},
+                {"name": "env", "role": "Env"},
+            ],
+        },
+    }
+
+
+def test_ray_annotations():
+    j = job()
+    assert controller.ray_annotations(j, 2) == {
+        "rlark.io/ray-total-nodes": "5",
+        "rlark.io/ray-node-rank-start": "4",
+        "rlark.io/ray-role": "worker",
+        "rlark.io/ray-head-task-name": "demo-actor",
+    }
+
+
+def test_desired_spec_forces_domain_and_stop_replicas_but_not_job_spec():
+    j = job(stopped=True)
+    spec = controller.desired_task_spec(j, j["spec"]["tasks"][1])
+    assert spec["domain"] == "d" and "sshPublicKey" not in spec and "name" not in spec
+    assert spec["kubernetes"]["workload"]["replicas"] == 0
+    assert j["spec"]["tasks"][1]["kubernetes"]["workload"]["replicas"] == 3
+
+
+def test_namespace_resolution_uses_first_comma_value():
+    seen = []
+
+    def first_match(selector):
+        seen.append(selector)
+        return ("rlark-h100", "h100-01") if selector == {"kubernetes.io/hostname": "h100-01"} else None
+
+    assert controller.resolve_namespace({"kubernetes.io/hostname": "h100-01,a100-01"}, first_match) == "rlark-h100"
+    assert controller.resolve_namespace({"kubernetes.io/hostname": "a100-01"}, first_match) == "default"
+    assert controller.resolve_namespace({}, first_match) == "default"
+    assert controller.resolve_namespace({"bad key!": "x"}, first_match) == "default"
+    assert seen == [{"kubernetes.io/hostname": "h100-01"}, {"kubernetes.io/hostname": "a100-01"}]
+
+
+def test_phase_machine():
+    nxt = controller.next_phase
+    assert nxt("Pending", True, []) == ("Stopped", False)
+    assert nxt("Running", True, ["Running"]) == ("Stopped", False)
+    assert nxt("Stopped", True, []) == ("Stopped", False)
+    assert nxt("Stopped", False, ["Stopped"]) == ("Pending", False)
+    assert nxt("Pending", False, ["Running", "Pending"]) == ("Running", False)
+    assert nxt("Pending", False, ["Running", "Failed"]) == ("Pending", False)
+    assert nxt("Running", False, ["Succeeded", "Succeeded"]) == ("Succeeded", True)
+    assert nxt("Running", False, ["Running", "Failed"]) == ("Failed", True)
+    assert nxt("Running", False, ["Pending"]) == ("Running", False)
+
+
+def task(selector, head=False, volumes=None, mounts=None, storage_map=None):
+    return {
+        "metadata": {
+            "name": "demo-x",
+            "namespace": "rlark-a100",
+            "uid": "t1",
+            "resourceVersion": "7",
+            "annotations": {"rlark.io/ray-role": "head" if head else "worker", "rlark.io/ray-head-task-name": "demo-a"},
+        },
+        "spec": {
+            "nodeSelector": selector,
+            "runScript": "python x.py",
+            "kubernetes": {
+                "workload": {
+                    "replicas": 2,
+                    "pvcStorageMap": storage_map or {},
+                    "template": {
+                        "spec": {
+                            "nodeSelector": {"old": "x"},
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "i",
+                                    "args": ["ignored"],
+                                    "volumeMounts": mounts or [],
+                                    "resources": {"limits": {"nvidia.com/gpu": 2, "cpu": "4"}},
+                                }
+                            ],
+                            "volumes": volumes or [],
+                        }
+                    },
+                }
+            },
+        },
+    }
+
+
+def test_statefulset_mutations():
+    sts = agent.build_statefulset(task({"rlinf.io/pool": "rollout", "kubernetes.io/hostname": "a,b"}))
+    pod = sts["spec"]["template"]["spec"]
+    main = pod["containers"][0]
+    assert main["command"] == ["bash", "/rlark/scripts/ray_worker.sh"]
+    assert main["securityContext"]["privileged"] is True
+    assert pod["nodeSelector"] == {"rlinf.io/pool": "rollout"}
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["a", "b"]}]}]
+    anti = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert anti["topologyKey"] == "kubernetes.io/hostname" and anti["labelSelector"]["matchLabels"] == {"app": "demo-x"}
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert sts["spec"]["selector"]["matchLabels"] == {"app": "demo-x"} == sts["spec"]["template"]["metadata"]["labels"]
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert env["RLARK_HEAD_ADDRESS"] == "demo-a-ray-head"
+    head = agent.build_statefulset(task({}, head=True))["spec"]["template"]["spec"]
+    assert head["containers"][0]["command"] == ["bash", "/rlark/scripts/ray_head.sh"]
+    assert "hostNetwork" not in head and head["nodeSelector"] == {"old": "x"}
+
+
+def test_comma_keys_are_ored_like_rlark():
+    pod = agent.build_statefulset(task({"a": "1,2", "b": "3,4"}))["spec"]["template"]["spec"]
+    assert agent.node_matches(pod, {"a": "1", "old": "x"})  # only one comma key matches: still eligible
+    assert agent.node_matches(pod, {"b": "4", "old": "x"})
+    assert not agent.node_matches(pod, {"a": "9", "b": "9", "old": "x"})
+
+
+def node(name, phase="Online", unschedulable=False, gpu="8", used="0", labels=None):
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "rlark-a100",
+            "labels": dict({"kubernetes.io/hostname": name}, **(labels or {})),
+        },
+        "spec": {"unschedulable": unschedulable},
+        "status": {"phase": phase, "allocatable": {"nvidia.com/gpu": gpu}, "used": {"nvidia.com/gpu": used}},
+    }
+
+
+def test_eligibility_reasons_and_resources():
+    pod = agent.build_statefulset(task({"kubernetes.io/hostname": "n1"}))["spec"]["template"]["spec"]
+    req = agent.pod_requests(pod)
+    assert req == {"nvidia.com/gpu": 2}
+    cr_only = agent.DEFAULT_CR_ONLY_LABELS
+    assert agent.ineligibility(node("n1"), pod, req, [], cr_only) is None
+    assert agent.ineligibility(node("n1", phase="Offline"), pod, req, [], cr_only) == "node(s) were not ready"
+    assert agent.ineligibility(node("n1", unschedulable=True), pod, req, [], cr_only) == "node(s) were unschedulable"
+    assert agent.ineligibility(node("n1", used="7"), pod, req, [], cr_only) == "Insufficient nvidia.com/gpu"
+    assert "affinity" in agent.ineligibility(node("n2"), pod, req, [], cr_only)
+    placed = [{"metadata": {"annotations": {agent.ANN_REQUESTS: '{"nvidia.com/gpu": 7}'}}}]
+    assert agent.ineligibility(node("n1"), pod, req, placed, cr_only) == "Insufficient nvidia.com/gpu"
+
+
+def test_cr_only_labels_are_invisible_to_the_scheduler():
+    pod = agent.build_statefulset(task({"rlark.io/cluster-id": "rlark-a100"}))["spec"]["template"]["spec"]
+    n = node("n1", labels={"rlark.io/cluster-id": "rlark-a100"})
+    assert agent.ineligibility(n, pod, {}, [], agent.DEFAULT_CR_ONLY_LABELS) is not None
+    assert agent.ineligibility(n, pod, {}, [], ()) is None
+
+
+def test_container_paths_map_to_hostpath_subpath_or_scratch(tmp_path):
+    t = task(
+        {},
+        head=True,
+        volumes=[{"name": "data", "hostPath": {"path": "/data/rlinf"}}, {"name": "d2", "hostPath": {"path": "/mnt"}}],
+        mounts=[
+            {"name": "data", "mountPath": "/workspace"},
+            {"name": "d2", "mountPath": "/workspace/sub", "subPath": "s"},
+        ],
+    )
+    sink, rel = resolve_path(t, "/workspace/logs/x", "a100-01", str(tmp_path), None, "demo-x-0")
+    assert isinstance(sink, LocalSink) and sink.root == str(tmp_path / "nodes/a100-01/data/rlinf") and rel == "logs/x"
+    sink, rel = resolve_path(t, "/workspace/sub/y", "a100-01", str(tmp_path), None, "demo-x-0")
+    assert sink.root == str(tmp_path / "nodes/a100-01/mnt") and rel == "s/y"
+    sink, rel = resolve_path(t, "/tmp/z", "a100-01", str(tmp_path), None, "demo-x-0")
+    assert sink.root == str(tmp_path / "ephemeral/demo-x-0") and rel == "tmp/z"
