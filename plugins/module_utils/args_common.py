@@ -56,3 +56,10 @@ def fail_refused(module, exc, **result):
     from ansible_collections.rlark.ops.plugins.module_utils.findings import render
 
     module.fail_json(msg="%s %s" % (exc, render(exc.findings)), findings=exc.findings, **result)
+
+
+def call_counts(client):
+    """``api_calls`` and ``api_retries`` for a module result (zeros before a client exists)."""
+    if client is None:
+        return {"api_calls": 0, "api_retries": 0}
+    return {"api_calls": client.api_calls, "api_retries": client.retries}

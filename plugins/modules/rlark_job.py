@@ -180,6 +180,10 @@ api_calls:
   description: Number of HTTP requests sent to the API server, retries included.
   returned: always
   type: int
+api_retries:
+  description: How many of those requests were retries (429, 5xx or a dropped connection).
+  returned: always
+  type: int
   sample: 3
 status:
   description: The parsed API Status of a failed request (code, reason, message, causes).
@@ -193,6 +197,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
     argument_spec,
     auth_params,
+    call_counts,
     fail_kube,
     fail_refused,
 )
@@ -371,16 +376,16 @@ def main():
         client = client_from_params(auth_params(module.params), timeout=module.params["wait_timeout"], log=module.log)
         result = run(module, client)
     except Refused as exc:
-        fail_refused(module, exc, changed=False, api_calls=client.api_calls if client else 0)
+        fail_refused(module, exc, changed=False, **call_counts(client))
     except KubeError as exc:
-        fail_kube(module, exc, changed=False, api_calls=client.api_calls if client else 0)
+        fail_kube(module, exc, changed=False, **call_counts(client))
     finally:
         if client is not None:
             client.close()
     for item in result["findings"]:
         if item["severity"] == WARNING:
             module.warn("%s: %s" % (item["id"], item["message"]))
-    module.exit_json(api_calls=client.api_calls, **result)
+    module.exit_json(**result, **call_counts(client))
 
 
 if __name__ == "__main__":

@@ -98,6 +98,10 @@ api_calls:
   description: Number of HTTP requests sent to the API server, retries included.
   returned: always
   type: int
+api_retries:
+  description: How many of those requests were retries (429, 5xx or a dropped connection).
+  returned: always
+  type: int
 status:
   description: The parsed API Status of a failed request (code, reason, message, causes).
   returned: on API failure
@@ -105,7 +109,12 @@ status:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec, auth_params, fail_kube
+from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
+    argument_spec,
+    auth_params,
+    call_counts,
+    fail_kube,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import get_job, list_jobs, read_many
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
 
@@ -139,11 +148,11 @@ def main():
             jobs = list_jobs(client, ",".join(p["label_selectors"]) or None)
         resources = read_many(client, jobs, with_nodes=p["nodes"]) if jobs else []
     except KubeError as exc:
-        fail_kube(module, exc, changed=False, api_calls=client.api_calls if client else 0)
+        fail_kube(module, exc, changed=False, **call_counts(client))
     finally:
         if client is not None:
             client.close()
-    module.exit_json(changed=False, resources=resources, api_calls=client.api_calls)
+    module.exit_json(changed=False, resources=resources, **call_counts(client))
 
 
 if __name__ == "__main__":

@@ -150,6 +150,10 @@ api_calls:
   description: Number of HTTP requests sent to the API server, retries included.
   returned: always
   type: int
+api_retries:
+  description: How many of those requests were retries (429, 5xx or a dropped connection).
+  returned: always
+  type: int
 status:
   description: The parsed API Status of a failed request (code, reason, message, causes).
   returned: on API failure
@@ -159,7 +163,12 @@ status:
 import datetime
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec, auth_params, fail_kube
+from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
+    argument_spec,
+    auth_params,
+    call_counts,
+    fail_kube,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.findings import has_errors, render
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import fetch_node_matches
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
@@ -203,7 +212,7 @@ def main():
         wanted = [placement_label_selector(t["selector"]) for t in tasks if t.get("selector")]
         nodes_by_selector, resource_version = fetch_node_matches(client, wanted)
     except KubeError as exc:
-        fail_kube(module, exc, changed=False, api_calls=client.api_calls if client else 0)
+        fail_kube(module, exc, changed=False, **call_counts(client))
     finally:
         if client is not None:
             client.close()
@@ -218,7 +227,7 @@ def main():
         "tasks": entries,
     }
     ok = not has_errors(findings)
-    result = dict(changed=False, proof=proof, findings=findings, ok=ok, api_calls=client.api_calls)
+    result = dict(changed=False, proof=proof, findings=findings, ok=ok, **call_counts(client))
     if p["fail_on_findings"] and not ok:
         module.fail_json(msg=render(findings, "selector proof"), **result)
     module.exit_json(**result)

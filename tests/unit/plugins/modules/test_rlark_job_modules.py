@@ -55,7 +55,7 @@ def test_stop_without_wait_takes_three_calls(monkeypatch, capsys):
     api = seeded()
     r = run_module(rlark_job, {"name": "demo", "state": "stopped"}, api, monkeypatch, capsys=capsys)
     assert r["_rc"] == 0 and r["changed"] and r["action"] == "stopped"
-    assert r["api_calls"] == 3
+    assert r["api_calls"] == 3 and r["api_retries"] == 0
     assert len(r["tasks"]) == 3 and r["pods"] == []
     assert r["job"]["spec"]["stopped"] is True
     assert r["diff"]["before"]["spec"]["stopped"] is False and r["diff"]["after"]["spec"]["stopped"] is True

@@ -1,0 +1,167 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""Shared pieces of the rlark_job / rlark_node_match integration tests (not a test module).
+
+Modules run through ``ansible-playbook`` (so ``--check`` and ``--diff`` are the real thing) with the
+least-privilege ``operator`` kubeconfig unless a test says otherwise; fixtures use the admin
+kubeconfig through the collection's own client.
+"""
+
+import contextlib
+import json
+import os
+import random
+import string
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+import yaml
+from helpers import ansible_env
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if os.path.join(ROOT, ".build", "collections") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
+
+from ansible_collections.rlark.ops.plugins.module_utils import jobs as jobs_core  # noqa: E402
+from ansible_collections.rlark.ops.plugins.module_utils.kube import (  # noqa: E402
+    ApiError,
+    client_from_params,
+    resource_path,
+)
+
+__all__ = ["ApiError", "client_from_params", "jobs_core", "resource_path"]
+
+
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+# --- helpers shared by the job and node_match integration tests -----------------------------------
+
+
+def unique(prefix="h3"):
+    return "%s-%s" % (prefix, "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(6)))
+
+
+def admin_client(sandbox, timeout=120):
+    return client_from_params({"kubeconfig": sandbox.kubeconfig}, timeout=timeout)
+
+
+def run_module(sandbox, module, args, check=False, diff=False, kubeconfig="operator", env=None):
+    """Run one module task with ansible-playbook; returns (registered result, stdout)."""
+    args = dict(args)
+    if kubeconfig and "kubeconfig" not in args and "host" not in args:
+        args["kubeconfig"] = sandbox.kubeconfig_operator if kubeconfig == "operator" else kubeconfig
+    workdir = tempfile.mkdtemp(prefix="h3-play-")
+    out = os.path.join(workdir, "result.json")
+    play = [
+        {
+            "name": "Integration test",
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {"name": "Module under test", "rlark.ops." + module: args, "register": "result", "ignore_errors": True},
+                {
+                    "name": "Save the result",
+                    "ansible.builtin.copy": {"content": "{{ result | to_json }}", "dest": out, "mode": "0600"},
+                    "check_mode": False,
+                },
+            ],
+        }
+    ]
+    path = os.path.join(workdir, "play.yml")
+    with open(path, "w") as handle:
+        yaml.safe_dump(play, handle)
+    cmd = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", path]
+    cmd += ["--check"] if check else []
+    cmd += ["--diff"] if diff else []
+    proc = subprocess.run(
+        cmd, env=ansible_env(dict(sandbox.env(), **(env or {}))), capture_output=True, text=True, timeout=900
+    )
+    assert os.path.exists(out), "ansible-playbook failed:\n%s\n%s" % (proc.stdout, proc.stderr)
+    with open(out) as handle:
+        return json.load(handle), proc.stdout
+
+
+def demo_job(name, stopped=False):
+    """Three StatefulSet tasks on the a100 cluster, no GPU requests (other tests share the fleet)."""
+
+    def template(head=False):
+        main = {
+            "name": "main",
+            "image": "rlinf/rlinf:agentic-rlinf0.1-torch2.6.0",
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+        }
+        return {
+            "spec": {
+                "containers": [main],
+                "volumes": [{"name": "data", "hostPath": {"path": "/data/rlinf"}}],
+            }
+        }
+
+    def task(tname, role, selector, replicas, head=False):
+        t = {
+            "name": tname,
+            "role": role,
+            "agentType": "Kubernetes",
+            "nodeSelector": selector,
+            "kubernetes": {"workload": {"kind": "StatefulSet", "replicas": replicas, "template": template(head)}},
+        }
+        if head:
+            t["head"] = True
+            t["runScript"] = (
+                "cd /opt/rlinf && python examples/embodiment/train_embodied_agent.py --config-name h3 "
+                "runner.logger.log_path=/data/rlinf/h3/%s runner.save_interval=100000 runner.max_steps=1000000" % name
+            )
+        return t
+
+    return {
+        "apiVersion": "rlinf.io/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {"rlark-test": "h3"}},
+        "spec": {
+            "stopped": stopped,
+            "tasks": [
+                task("actor", "Actor", {"kubernetes.io/hostname": "a100-01"}, 1, head=True),
+                task("rollout", "Rollout", {"rlinf.io/pool": "rollout"}, 2),
+                task("env", "Env", {"kubernetes.io/hostname": "a100-02"}, 1),
+            ],
+        },
+    }
+
+
+def _cleanup(sandbox):
+    """Names of Jobs to delete (admin, background) after the test."""
+    names = []
+    yield names
+    client = admin_client(sandbox)
+    for name in names:
+        with contextlib.suppress(ApiError):  # already gone
+            client.delete(resource_path("jobs", name))
+    client.close()
+
+
+# Test modules bind it by assignment: ``cleanup = job_test_support.cleanup``.
+cleanup = pytest.fixture(_cleanup)
+
+
+def wait_until(predicate, timeout=90, interval=0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met within %ss" % timeout)
+
+
+def running_job(sandbox, cleanup):
+    name = unique()
+    cleanup.append(name)
+    result, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name), "wait": True, "wait_timeout": 180})
+    assert result["changed"] and not result.get("failed"), result.get("msg")
+    assert len(result["tasks"]) == 3 and {t["status"]["phase"] for t in result["tasks"]} == {"Running"}
+    return name

@@ -1,0 +1,121 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""rlark_node_match on the sandbox fleet: every finding id reproduced against the real API server.
+
+Fleet (seeded by the sandbox): rlark-a100 {a100-01 head, a100-02/03 rollout, dual-01 spare},
+rlark-h100 {h100-01, h100-02 Offline, dual-01 cordoned}, rlark-edge {robot-01, edge-01}.
+One extra Node CR with disk pressure is created in rlark-edge for the disk-pressure case.
+"""
+
+import contextlib
+
+import job_test_support as support
+import pytest
+from job_test_support import ApiError, admin_client, resource_path, run_module, unique
+
+pytestmark = pytest.mark.sandbox
+cleanup = support.cleanup
+
+A100 = {"kubernetes.io/hostname": "a100-01"}
+H100 = "NVIDIA-H100-80GB-HBM3"
+
+
+@pytest.fixture
+def disk_pressure_node(sandbox):
+    """A Node CR in rlark-edge whose status reports disk pressure (admin writes the status subresource)."""
+    name = unique("h3-disk")
+    client = admin_client(sandbox)
+    path = resource_path("nodes", namespace="rlark-edge")
+    labels = {"kubernetes.io/hostname": name, "rlark.io/cluster-id": "rlark-edge", "rlinf.io/pool": name}
+    node = {
+        "apiVersion": "rlinf.io/v1alpha1",
+        "kind": "Node",
+        "metadata": {"name": name, "namespace": "rlark-edge", "labels": labels},
+        "spec": {"agentType": "Kubernetes", "unschedulable": False},
+    }
+    client.create(path, node)
+    status = {"phase": "Online", "diskPressure": True, "allocatable": {"cpu": "8"}, "capacity": {"cpu": "8"}}
+    client.merge_patch(resource_path("nodes", name, "rlark-edge", "status"), {"status": status})
+    yield name
+    with contextlib.suppress(ApiError):
+        client.delete(resource_path("nodes", name, "rlark-edge"))
+    client.close()
+
+
+CASES = [
+    ("selector-empty", {"name": "t", "selector": {}}),
+    ("selector-empty-value", {"name": "t", "selector": {"rlinf.io/pool": ""}}),
+    ("selector-multivalue", {"name": "t", "selector": {"rlinf.io/pool": "rollout,head"}, "replicas": 3}),
+    ("selector-cr-only-key", {"name": "t", "selector": {"rlark.io/cluster-id": "rlark-a100", **A100}}),
+    ("selector-annotation-key", {"name": "t", "selector": {"rlark.io/gpu-model": "A100"}}),
+    ("selector-multi-cluster", {"name": "t", "selector": {"kubernetes.io/hostname": "dual-01"}}),
+    ("selector-no-match", {"name": "t", "selector": {"kubernetes.io/hostname": "no-such-node"}}),
+    ("head-match-count", {"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "head": True}),
+    ("head-replicas", {"name": "t", "selector": A100, "head": True, "replicas": 2}),
+    ("replicas-match-count", {"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 3}),
+    ("node-offline", {"name": "t", "selector": {"kubernetes.io/hostname": "h100-02"}}),
+    (
+        "node-cordoned",
+        {"name": "t", "selector": {"rlinf.io/pool": "spare", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+    ),
+    (
+        "node-insufficient-resources",
+        {"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 2, "requests": {"nvidia.com/gpu": 9}},
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def all_cases(sandbox):
+    """One module call proves every case (one task per case, named after its finding id)."""
+    tasks = [dict(task, name=finding_id) for finding_id, task in CASES]
+    result, _ = run_module(sandbox, "rlark_node_match", {"selectors": tasks, "fail_on_findings": False})
+    assert not result.get("failed"), result.get("msg")
+    assert not result["changed"] and not result["ok"]
+    return result
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[c[0] for c in CASES])
+def test_each_finding_on_the_fleet(all_cases, index):
+    finding_id = CASES[index][0]
+    prefix = "selectors[%d]" % index
+    mine = [f["id"] for f in all_cases["findings"] if f["path"].startswith(prefix)]
+    assert finding_id in mine, (finding_id, mine)
+    assert all_cases["proof"]["tasks"][index]["name"] == finding_id
+
+
+def test_disk_pressure(sandbox, disk_pressure_node):
+    task = {"name": "t", "selector": {"kubernetes.io/hostname": disk_pressure_node}}
+    result, _ = run_module(sandbox, "rlark_node_match", {"selectors": [task], "fail_on_findings": False})
+    assert [f["id"] for f in result["findings"]] == ["node-disk-pressure"]
+    assert result["proof"]["tasks"][0]["matches"][0]["disk_pressure"] is True
+
+
+def test_wrong_cluster_and_drift(sandbox):
+    task = {"name": "actor", "selector": {"kubernetes.io/hostname": "h100-01"}, "head": True}
+    args = {"selectors": [task], "cluster_id": "a100", "expected_nodes": {"actor": ["a100-01"]}}
+    result, _ = run_module(sandbox, "rlark_node_match", args)
+    assert result["failed"]
+    assert sorted(f["id"] for f in result["findings"]) == ["selector-drift", "selector-wrong-cluster"]
+    assert "selector-wrong-cluster" in result["msg"]
+
+
+def test_multi_cluster_proof_names_both_clusters(sandbox):
+    task = {"name": "t", "selector": {"kubernetes.io/hostname": "dual-01"}}
+    result, _ = run_module(sandbox, "rlark_node_match", {"selectors": [task]})
+    assert result["failed"]  # fail_on_findings defaults to true
+    assert result["proof"]["tasks"][0]["clusters"] == ["rlark-a100", "rlark-h100"]
+
+
+def test_one_call_proves_a_whole_job(sandbox):
+    job = support.demo_job(unique())
+    result, _ = run_module(sandbox, "rlark_node_match", {"job": job, "cluster_id": "rlark-a100"}, kubeconfig="operator")
+    assert not result.get("failed"), result.get("msg")
+    proof = result["proof"]
+    assert proof["api_server"] == sandbox.server
+    assert proof["resource_version"] and proof["checked_at"].endswith("Z")
+    tasks = {t["name"]: t for t in proof["tasks"]}
+    assert [m["name"] for m in tasks["actor"]["matches"]] == ["a100-01"]
+    assert sorted(m["name"] for m in tasks["rollout"]["matches"]) == ["a100-02", "a100-03"]
+    assert all(t["cluster"] == "rlark-a100" and t["ok"] for t in proof["tasks"])
+    assert result["api_calls"] - result["api_retries"] == 3  # one list per distinct selector
