@@ -61,9 +61,6 @@ def checkpoint_root(job, manifest=None, explicit=None):
     overrides = hydra_overrides(head.get("runScript"))
     if explicit:
         return explicit.rstrip("/"), "explicit input", overrides
-    ckpt = ((manifest or {}).get("checkpoint") or {}) if isinstance(manifest, dict) else {}
-    if ckpt.get("root"):
-        return str(ckpt["root"]).rstrip("/"), "launch manifest checkpoint.root", overrides
     log_path = overrides.get("runner.logger.log_path")
     log_exp = overrides.get("runner.logger.experiment_name")
     if log_path and log_exp:
@@ -72,6 +69,10 @@ def checkpoint_root(job, manifest=None, explicit=None):
     out_exp = overrides.get("runner.experiment_name")
     if out_dir and out_exp:
         return posixpath.join(out_dir, out_exp, "checkpoints"), "runner.output_dir overrides", overrides
+    # The run script is what RLinf really reads; the manifest's root is the fallback.
+    ckpt = ((manifest or {}).get("checkpoint") or {}) if isinstance(manifest, dict) else {}
+    if ckpt.get("root"):
+        return str(ckpt["root"]).rstrip("/"), "launch manifest checkpoint.root", overrides
     return None, "no checkpoint location in the run script or the launch manifest", overrides
 
 

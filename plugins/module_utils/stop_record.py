@@ -62,7 +62,7 @@ def build(resource, manifest=None, location=None, gate=None):
         stored = "node %s:%s/global_step_%s" % (location.get("node"), location.get("host_path"), step)
     else:
         stored = None
-    no_manifest = "not recorded (no launch manifest given)"
+    no_manifest = "not recorded (%s)" % ("not in the launch manifest" if manifest else "no launch manifest given")
     return {
         "job_name": (job.get("metadata") or {}).get("name"),
         "backend": gate.get("backend") or ckpt.get("backend") or "unknown",

@@ -166,11 +166,12 @@ def test_locate_object_storage_and_refusals():
     assert not unknown["ok"] and "unknown" in unknown["reason"]
 
 
-def test_manifest_root_wins_over_overrides_and_last_override_wins():
+def test_run_script_wins_over_manifest_root_and_last_override_wins():
     assert ckpt_locate.hydra_overrides("a runner.x=1 +runner.x=2 'runner.y=3'") == {"runner.x": "2"}
-    loc = ckpt_locate.locate(
-        {"job": job(SCRIPT, HOST_MOUNT, HOST_VOL)}, manifest={"checkpoint": {"root": "/data/rlinf/other"}}
-    )
+    manifest = {"checkpoint": {"root": "/data/rlinf/other"}}
+    loc = ckpt_locate.locate({"job": job(SCRIPT, HOST_MOUNT, HOST_VOL)}, manifest=manifest)
+    assert loc["container_root"] == "/data/rlinf/logs/demo/checkpoints" and loc["source"].startswith("runner.logger")
+    loc = ckpt_locate.locate({"job": job("python t.py", HOST_MOUNT, HOST_VOL)}, manifest=manifest)
     assert loc["container_root"] == "/data/rlinf/other" and loc["source"].startswith("launch manifest")
 
 
