@@ -259,7 +259,7 @@ def job_findings(job):
     spec = job.get("spec")
     _check_keys(found, spec, JOB_SPEC_KEYS, "spec")
     tasks = _tasks(job)
-    found.extend(name_findings(_s(_d(job.get("metadata")).get("name")), [t.get("name") for _, t in tasks]))
+    found.extend(name_findings(_s(_d(job.get("metadata")).get("name")), [t.get("name") for _index, t in tasks]))
     if not tasks:
         found.append(
             finding("job-no-tasks", "spec.tasks is empty.", path="spec.tasks", hint="Render one template per role.")
@@ -587,7 +587,7 @@ def records_findings(manifest, profile):
         found.extend(_resource_record_findings(role, entry, rpath, compute_ok))
         found.extend(_mount_findings(role, rpath, profile, entry))
         found.extend(_robot_findings(manifest, profile, role, entry, rpath))
-    names = {r.get("name") for _, r in roles}
+    names = {r.get("name") for _index, r in roles}
     for pi, entry in enumerate(_l(profile.get("roles"))):
         if isinstance(entry, dict) and entry.get("name") not in names:
             found.append(
@@ -910,7 +910,7 @@ def _robot_findings(manifest, profile, role, entry, rpath):
 def _selector_record_findings(profile, roles):
     found = []
     default = profile.get("cluster")
-    heads = {r.get("name") for _, r in roles if r.get("head") is True}
+    heads = {r.get("name") for _index, r in roles if r.get("head") is True}
     for pi, entry in enumerate(_l(profile.get("roles"))):
         if not isinstance(entry, dict):
             continue
@@ -966,7 +966,7 @@ def _selector_record_findings(profile, roles):
 def _location_findings(manifest, roles):
     """Checkpoint and output must land on a persistent read-write mount of the head role."""
     found = []
-    head = next((r for _, r in roles if r.get("head") is True), None)
+    head = next((r for _index, r in roles if r.get("head") is True), None)
     if head is None:
         return found
     mounts = [_d(m) for m in _l(head.get("mounts"))]

@@ -65,10 +65,10 @@ def dry_run_create(sandbox, job):
 
 def test_enough_jobs_are_checked():
     assert len(JOBS) >= 60
-    assert {"example-sandbox", "example-multi-role", "bench-16-roles"} <= {c for c, _ in JOBS}
+    assert {"example-sandbox", "example-multi-role", "bench-16-roles"} <= {case for case, _job in JOBS}
 
 
-@pytest.mark.parametrize("case,job", JOBS, ids=[c for c, _ in JOBS])
+@pytest.mark.parametrize("case,job", JOBS, ids=[case for case, _job in JOBS])
 def test_rendered_job_accepted_strictly_without_warnings(sandbox, case, job):
     response = dry_run_create(sandbox, job)
     assert response.status_code == 201, "%s: %s %s" % (case, response.status_code, response.text[:800])

@@ -100,7 +100,7 @@ def _well_formed(found):
 def test_random_corruption_never_raises_and_stops_are_refused(data):
     name = data.draw(st.sampled_from(["sandbox", "multi-role"]))
     manifest, profile = example(name)
-    for _ in range(data.draw(st.integers(1, 4))):
+    for _step in range(data.draw(st.integers(1, 4))):
         doc = data.draw(st.sampled_from(["manifest", "profile"]))
         slots = _slots(manifest if doc == "manifest" else profile, [])
         container, key = data.draw(st.sampled_from(slots))
@@ -149,7 +149,7 @@ def test_combined_stop_conditions_are_always_refused(data):
 def test_render_is_deterministic_and_yaml_byte_identical():
     for name in ("sandbox", "multi-role"):
         first = dump_yaml(render_job(*example(name)))
-        for _ in range(3):
+        for _repeat in range(3):
             assert dump_yaml(render_job(*example(name))) == first
         assert dump_yaml(preflight(*example(name))["job"]) == first
         assert "&id" not in first and "*id" not in first  # no YAML aliases from shared anchors
