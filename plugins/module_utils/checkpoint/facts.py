@@ -23,7 +23,7 @@ def keeps_all(rel_dir):
 
 
 class StepFacts:
-    __slots__ = ("bytes", "dirs", "entries", "errors", "files", "leftovers", "name", "newest")
+    __slots__ = ("bytes", "dirs", "entries", "errors", "files", "index", "leftovers", "name", "newest")
 
     def __init__(self, name):
         self.name = name
@@ -34,6 +34,7 @@ class StepFacts:
         self.dirs = set()  # relpaths of directories (local) or key prefixes (S3)
         self.leftovers = []  # relpaths of *.tmp files (interrupted atomic writes)
         self.errors = []  # unreadable subdirectories / files
+        self.index = None  # parent relpath -> child names, when the listing built it on the way
 
     def add_file(self, rel, size, mtime):
         """One file (local) or object (S3), ``rel`` relative to the step directory."""
@@ -51,6 +52,8 @@ class StepFacts:
 
     def children(self):
         """parent relpath -> set of child names (files and directories), from what was kept."""
+        if self.index is not None:
+            return self.index
         index = {}
         for rel in list(self.entries) + list(self.dirs):
             parent, _, name = rel.rpartition("/")

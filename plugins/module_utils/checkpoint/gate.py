@@ -217,10 +217,18 @@ def _older_generation(times):
     """The lowest rank from which every higher rank is much older than every lower one (a larger earlier
     run's leftovers), or None. One save writes all its shards within minutes of each other."""
     ranks = sorted(r for r, t in times.items() if t is not None)
-    for k in range(1, len(ranks)):
-        newer = [times[r] for r in ranks[:k]]
-        older = [times[r] for r in ranks[k:]]
-        if max(older) + STALE_GAP < min(newer):
+    n = len(ranks)
+    if n < 2:
+        return None
+    suffix_max = [0.0] * n
+    running = float("-inf")
+    for i in range(n - 1, -1, -1):
+        running = max(running, times[ranks[i]])
+        suffix_max[i] = running
+    prefix_min = float("inf")
+    for k in range(1, n):
+        prefix_min = min(prefix_min, times[ranks[k - 1]])
+        if suffix_max[k] + STALE_GAP < prefix_min:
             return ranks[k]
     return None
 
@@ -279,12 +287,14 @@ def _stale_ranks(v, groups, world_size):
 
 def _megatron_grid(v, children, opts):
     it = "actor/iter_%07d" % v.step
-    names = [n for n in children.get(it, ()) if L.MP_RANK.match(n)]
-    if not names and opts["tensor_parallel"] is None:
+    names = children.get(it, frozenset())
+    if not any(n.startswith("mp_rank_") for n in names) and opts["tensor_parallel"] is None:
         v.missing.append(it + "/mp_rank_*/model_optim_rng.pt")
         v.missing.append("actor/" + L.TRACKER_NAME)
         return None
-    grid, why = L.infer_grid(names, opts["tensor_parallel"], opts["pipeline_parallel"], opts["expert_parallel"])
+    grid, why = L.infer_grid_cached(
+        frozenset(names), opts["tensor_parallel"], opts["pipeline_parallel"], opts["expert_parallel"]
+    )
     if grid is None:
         v.problem(
             "parallel-layout-ambiguous",
@@ -301,12 +311,8 @@ def _megatron_grid(v, children, opts):
     return grid
 
 
-def _megatron_stale(v, children, exp):
-    expected = set()
-    for rel, _kind in exp.entries:
-        parts = rel.split("/")
-        if len(parts) >= 3 and L.ITER_DIR.match(parts[1]):
-            expected.add("/".join(parts[:3]))
+def _megatron_stale(v, children):
+    expected = L.grid_names(*v.grid) if v.grid else frozenset()
     for comp in ("actor", "critic"):
         for name in children.get(comp, ()):
             m = L.ITER_DIR.match(name)
@@ -318,7 +324,7 @@ def _megatron_stale(v, children, exp):
                     path="%s/%s" % (comp, name),
                 )
         it = "%s/iter_%07d" % (comp, v.step)
-        extra = sorted(n for n in children.get(it, ()) if L.MP_RANK.match(n) and "%s/%s" % (it, n) not in expected)
+        extra = sorted(n for n in children.get(it, ()) if n not in expected and L.MP_RANK.match(n))
         if extra and "torch_dist" not in v.features:
             v.problem(
                 "stale-shards",
@@ -400,17 +406,32 @@ def judge_structure(facts, opts, now):
             _quiet(v, opts, now)
             return v
 
-    exp = expectation(v, opts)
-    v.rule = exp.rule_text()
-    for rel, kind in exp.entries:
-        if kind == L.ANY_DISTCP:
-            parent = rel.rpartition("/")[0]
-            if not any(n.endswith(".distcp") for n in children.get(parent, ())):
-                v.missing.append(rel)
-        elif rel not in facts.entries:
-            v.missing.append(rel)
+    tmpl = L.template(v.runner, v.backend, v.world_size, v.grid, v.features, v.critic, opts["full_weights"])
+    v.rule = tmpl.rule_text()
+    # compare in the template's step-free path space: one set difference instead of per-entry work
+    frag = L.to_template(v.step, v.backend)
+    if frag:
+        real, placeholder = frag
+
+        def back(rel):
+            return rel.replace(placeholder, real)
+
+        entries = {rel.replace(real, placeholder): t for rel, t in facts.entries.items()}
+    else:
+
+        def back(rel):
+            return rel
+
+        entries = facts.entries
+    absent = tmpl.required.difference(entries)
+    if absent:
+        v.missing.extend(back(rel) for rel, _kind in tmpl.entries if rel in absent)
+    for rel in tmpl.any_distcp:
+        parent = back(rel).rpartition("/")[0]
+        if not any(n.endswith(".distcp") for n in children.get(parent, ())):
+            v.missing.append(back(rel))
     if megatron:
-        _megatron_stale(v, children, exp)
+        _megatron_stale(v, children)
     else:
         _stale_ranks(v, groups, v.world_size)
     for rel in facts.leftovers:
@@ -420,16 +441,17 @@ def judge_structure(facts, opts, now):
             path=rel,
             hint="this step is not complete; do not resume from it",
         )
-    for marker, preds in exp.order:
-        if marker not in facts.entries:
+    for marker, preds in tmpl.order:
+        mark = entries.get(marker)
+        if mark is None:
             continue
-        times = [facts.entries[p][1] for p in preds if p in facts.entries]
-        if times and facts.entries[marker][1] + MARKER_TOLERANCE < max(times):
+        newest = max([entries[p][1] for p in preds if p in entries] or [mark[1]])
+        if mark[1] + MARKER_TOLERANCE < newest:
             v.problem(
                 "stale-marker",
                 "%s is older than the data it commits (by %.0f s): it is left over from an earlier save and this "
-                "save did not finish" % (marker, max(times) - facts.entries[marker][1]),
-                path=marker,
+                "save did not finish" % (back(marker), newest - mark[1]),
+                path=back(marker),
             )
     _quiet(v, opts, now)
     return v
@@ -446,7 +468,7 @@ def _quiet(v, opts, now):
 
 
 def expectation(v, opts):
-    return L.expect(
+    return L.expect_cached(
         v.step,
         v.runner,
         v.backend,
@@ -475,6 +497,10 @@ def apply_root_consistency(verdicts, opts):
     for v in judged:
         families |= v.evidence
     root_family = families.pop() if opts["runner"] == L.AUTO and len(families) == 1 else None
+    owners = {}
+    for v in judged:
+        for feature in v.features:
+            owners.setdefault((feature, v.backend), v.name)
     for v in judged:
         if root_family == "reasoning" and v.family == "actor":
             v.runner, v.family = "reasoning", "reasoning"
@@ -492,8 +518,8 @@ def apply_root_consistency(verdicts, opts):
                 continue
             if feature in v.features:
                 continue
-            owners = [o.name for o in judged if feature in o.features and o.backend == v.backend]
-            if owners:
+            owner = owners.get((feature, v.backend))
+            if owner:
                 v.missing.extend(rels)
                 v.features.add(feature)
                 if feature == "critic":
@@ -501,7 +527,7 @@ def apply_root_consistency(verdicts, opts):
                 v.problem(
                     "missing-trailing-part",
                     "%s exist(s) in %s but not here: the save of this step was cut off before its last part"
-                    % (", ".join(rels), owners[0]),
+                    % (", ".join(rels), owner),
                     path=rels[-1],
                 )
 

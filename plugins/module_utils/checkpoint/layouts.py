@@ -144,6 +144,8 @@ class Expectation:
 
     def __init__(self, row):
         self.row = row
+        self.required = frozenset()
+        self.any_distcp = []
         self.entries = []  # (relpath, kind), write order
         self.order = []  # (marker relpath, [relpaths written before it])
         self.markers = []  # the entries written last (the step's commit markers)
@@ -283,6 +285,65 @@ def expect(step, runner, backend, world_size, grid=None, features=(), critic=Fal
     return exp
 
 
+# One step's expectation differs from another's of the same shape only in ``iter_NNNNNNN``: build
+# each shape once (thousands of steps, TP x PP directories each) and rename per step.
+_SENTINEL_STEP = 9999999
+_SENTINEL_ITER = "/iter_%07d/" % _SENTINEL_STEP
+_TEMPLATES = {}
+
+
+def template(runner, backend, world_size, grid=None, features=(), critic=False, full_weights=True):
+    """The expectation of a shape with a placeholder step; ``required`` is the set of plain entries."""
+    key = (runner, backend, world_size, grid, frozenset(features), critic, full_weights)
+    tmpl = _TEMPLATES.get(key)
+    if tmpl is None:
+        if len(_TEMPLATES) > 256:
+            _TEMPLATES.clear()
+        tmpl = expect(_SENTINEL_STEP, runner, backend, world_size, grid, features, critic, full_weights)
+        tmpl.required = frozenset(rel for rel, kind in tmpl.entries if kind != ANY_DISTCP)
+        tmpl.any_distcp = [rel for rel, kind in tmpl.entries if kind == ANY_DISTCP]
+        _TEMPLATES[key] = tmpl
+    return tmpl
+
+
+def to_template(step, backend):
+    """(real, placeholder) iteration directory fragments of a step; None when paths carry no step."""
+    if not backend.startswith("megatron"):
+        return None
+    return "/iter_%07d/" % step, _SENTINEL_ITER
+
+
+def expect_cached(step, runner, backend, world_size, grid=None, features=(), critic=False, full_weights=True):
+    """:func:`expect` with per-shape templates; same result."""
+    tmpl = template(runner, backend, world_size, grid, features, critic, full_weights)
+    if not backend.startswith("megatron"):
+        return tmpl
+    real = "/iter_%07d/" % step
+
+    def sub(rel):
+        return rel.replace(_SENTINEL_ITER, real) if rel else rel
+
+    exp = Expectation(tmpl.row)
+    exp.entries = [(sub(rel), kind) for rel, kind in tmpl.entries]
+    exp.order = [(sub(m), [sub(p) for p in preds]) for m, preds in tmpl.order]
+    exp.markers = [sub(m) for m in tmpl.markers]
+    return exp
+
+
+def grid_names(tp, pp, ep):
+    """The mp_rank directory names of a (TP, PP, EP) grid."""
+    key = (tp, pp, ep)
+    names = _GRID_NAMES.get(key)
+    if names is None:
+        names = _GRID_NAMES[key] = frozenset(
+            mp_rank_name(t, p, e, pp, ep) for t in range(tp) for p in range(pp) for e in range(ep)
+        )
+    return names
+
+
+_GRID_NAMES = {}
+
+
 # Rank-indexed entries of FSDP layouts, per family: (directory, pattern of the child, is a dir).
 # The first group is primary: it is closed by a commit marker, so it is what the world size is
 # inferred from; shards beyond the world size in any group are stale leftovers of a larger run.
@@ -329,6 +390,20 @@ def parse_mp_rank_names(names):
             count = 3
         parts.add(count)
     return tps, seconds, thirds, parts
+
+
+_GRIDS = {}
+
+
+def infer_grid_cached(names, tp=None, pp=None, ep=None):
+    """:func:`infer_grid` for a frozenset of names; steps of one run share their directory names."""
+    key = (names, tp, pp, ep)
+    hit = _GRIDS.get(key)
+    if hit is None:
+        if len(_GRIDS) > 256:
+            _GRIDS.clear()
+        hit = _GRIDS[key] = infer_grid(names, tp, pp, ep)
+    return hit
 
 
 def infer_grid(names, tp=None, pp=None, ep=None):

@@ -104,15 +104,16 @@ class LocalSource:
 def walk_step(step_path, name):
     """One pass over a step directory: count every file, keep the interesting ones."""
     facts = StepFacts(name)
+    facts.index = index = {}
     files = 0
     total = 0
     newest = -1.0
     suffixes = INTERESTING_SUFFIXES
-    keep = facts.keep
+    entries = facts.entries
     stack = [""]
     while stack:
         rel = stack.pop()
-        path = os.path.join(step_path, rel) if rel else step_path
+        path = step_path + "/" + rel if rel else step_path
         try:
             # scandir on a descriptor makes DirEntry.stat an fstatat relative to it (no path walk)
             fd = os.open(path, _DIR_FLAGS)
@@ -121,18 +122,21 @@ def walk_step(step_path, name):
             continue
         prefix = rel + "/" if rel else ""
         keep_all = keeps_all(prefix)
+        names = index[rel] = set()
+        add_name = names.add
         try:
             with os.scandir(fd) as it:
                 for entry in it:
                     ename = entry.name
                     try:
                         if entry.is_dir(follow_symlinks=False):
+                            add_name(ename)
                             facts.dirs.add(prefix + ename)
                             stack.append(prefix + ename)
                             continue
-                        st = entry.stat(follow_symlinks=False)
+                        st = entry.stat()
                     except OSError as exc:
-                        facts.errors.append(_describe_oserror(os.path.join(path, ename), exc))
+                        facts.errors.append(_describe_oserror(path + "/" + ename, exc))
                         continue
                     files += 1
                     size = st.st_size
@@ -141,7 +145,10 @@ def walk_step(step_path, name):
                     if mtime > newest:
                         newest = mtime
                     if ename.endswith(suffixes) and (keep_all or ename.endswith(REPLAY_KEPT)):
-                        keep(prefix + ename, size, mtime)
+                        add_name(ename)
+                        entries[prefix + ename] = (size, mtime)
+                        if ename[-4:] == ".tmp":
+                            facts.leftovers.append(prefix + ename)
         except OSError as exc:
             facts.errors.append(_describe_oserror(path, exc))
         finally:
