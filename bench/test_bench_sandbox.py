@@ -14,6 +14,7 @@ WARM_UP_TARGET_S = 20.0
 
 
 def _ctl(state_dir, *args):
+    """(seconds, stdout) of one sandboxctl.py call on `state_dir`."""
     env = dict(os.environ, RLARK_SANDBOX_DIR=state_dir)
     start = time.monotonic()
     proc = subprocess.run(
@@ -29,25 +30,24 @@ def _ctl(state_dir, *args):
 
 
 def test_bench_sandbox_up_warm_up_rss_down(tmp_path):
-    build = subprocess.run(["bash", os.path.join(ROOT, "sandbox", "build.sh")], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
+    subprocess.run(["bash", os.path.join(ROOT, "sandbox", "build.sh")], capture_output=True, check=True)
     state_dir = str(tmp_path / "sandbox")
     try:
-        fresh, _ = _ctl(state_dir, "up")
+        fresh = _ctl(state_dir, "up")[0]
         time.sleep(3)  # let rlark-sim finish its initial sync before measuring memory
         # Warm `make sandbox-up` = build.sh (stamps only) + sandboxctl up (reuse).
         warm_start = time.monotonic()
         subprocess.run(["bash", os.path.join(ROOT, "sandbox", "build.sh")], check=True, capture_output=True)
-        _, out = _ctl(state_dir, "up")
+        out = _ctl(state_dir, "up")[1]
         warm = time.monotonic() - warm_start
         assert "already running" in out
-        _, status = _ctl(state_dir, "status")
+        status = _ctl(state_dir, "status")[1]
         rss = {
             m.group(1): int(m.group(2))
             for m in re.finditer(r"^\s+(\S+)\s+pid \d+\s+up\s+rss\s+(\d+) MiB", status, re.M)
         }
     finally:
-        down, _ = _ctl(state_dir, "down")
+        down = _ctl(state_dir, "down")[0]
     result = {
         "fresh_up_s": round(fresh, 2),
         "warm_up_s": round(warm, 2),

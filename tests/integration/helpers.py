@@ -16,6 +16,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UPSTREAM_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "upstream", "rlark-crds"))
+HERE = os.path.dirname(os.path.abspath(__file__))
 COLLECTIONS_PATH = os.path.join(ROOT, ".build", "collections")
 VENV_BIN = os.path.dirname(sys.executable)
 
@@ -29,7 +30,7 @@ def read_env_file(path):
         for line in fh:
             line = line.strip()
             if line.startswith("export ") and "=" in line:
-                key, _, value = line[len("export ") :].partition("=")
+                key, _sep, value = line[len("export ") :].partition("=")
                 out[key] = shlex.split(value)[0] if value else ""
     return out
 
@@ -68,25 +69,25 @@ def ansible_env(env=None, kubeconfig=None):
 
 
 class PlaybookRun:
-    """Outcome of an ansible-playbook run with the json stdout callback."""
+    """Outcome of an ansible-playbook run with the rlark_test_json stdout callback (callback_plugins/)."""
 
     def __init__(self, proc):
         self.rc = proc.returncode
         self.stdout = proc.stdout
         self.stderr = proc.stderr
         try:
-            self.data = json.loads(proc.stdout)
+            # Warnings may precede the document; the callback prints it as the last line.
+            self.data = json.loads(_last_json_line(proc.stdout))
         except ValueError:
             self.data = None
 
     def task_results(self, host="localhost"):
-        """[(task name, result dict)] in execution order."""
-        out = []
-        for play in (self.data or {}).get("plays", []):
-            for task in play.get("tasks", []):
-                if host in task.get("hosts", {}):
-                    out.append((task["task"]["name"], task["hosts"][host]))
-        return out
+        """[(task name, result dict)] in execution order (skipped/failed tasks included)."""
+        return [(t["task"], t["result"]) for t in (self.data or {}).get("tasks", []) if t["host"] == host]
+
+    @property
+    def stats(self):
+        return (self.data or {}).get("stats", {})
 
     def __repr__(self):
         return "PlaybookRun(rc=%s)\nstdout:\n%s\nstderr:\n%s" % (self.rc, self.stdout[-4000:], self.stderr[-4000:])
@@ -108,10 +109,17 @@ def run_playbook(
         cmd.append("--diff")
     cmd += list(args)
     run_env = ansible_env(env, kubeconfig)
-    run_env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.builtin.json"
-    run_env["ANSIBLE_CALLBACK_RESULT_FORMAT"] = "json"
+    run_env["ANSIBLE_CALLBACK_PLUGINS"] = os.path.join(HERE, "callback_plugins")
+    run_env["ANSIBLE_STDOUT_CALLBACK"] = "rlark_test_json"
     proc = subprocess.run(cmd, env=run_env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
     return PlaybookRun(proc)
+
+
+def _last_json_line(text):
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            return line
+    return ""
 
 
 def run_ansible_module(module, args, check=False, diff=False, env=None, kubeconfig=None, timeout=600):

@@ -216,7 +216,7 @@ def test_s3_bucket_reachable_with_boto3(sandbox):
     s3.put_object(Bucket=sandbox.s3_bucket, Key=key, Body=b"probe")
     try:
         assert s3.get_object(Bucket=sandbox.s3_bucket, Key=key)["Body"].read() == b"probe"
-        listed = s3.list_objects_v2(Bucket=sandbox.s3_bucket, Prefix=key.split("/")[0] + "/")
+        listed = s3.list_objects_v2(Bucket=sandbox.s3_bucket, Prefix=key.split("/", maxsplit=1)[0] + "/")
         assert [o["Key"] for o in listed["Contents"]] == [key]
     finally:
         s3.delete_object(Bucket=sandbox.s3_bucket, Key=key)  # the test's own probe object only
@@ -235,8 +235,9 @@ def test_unknown_fields_rejected_under_strict_and_pruned_otherwise(admin, job_cl
     bad_pod = job_doc(name, bogusContainerField=True)
     status, body = admin.request("POST", JOBS + "?fieldValidation=Strict&dryRun=All", bad_pod)
     assert status == 400, body  # strict decoding error: unknown field
-    assert 'unknown field "spec.tasks[0].kubernetes.workload.template.spec.containers[0].bogusContainerField"' in (
-        body["message"]
+    assert (
+        'unknown field "spec.tasks[0].kubernetes.workload.template.spec.containers[0].bogusContainerField"'
+        in (body["message"])
     )
     bad_spec = job_doc(name)
     bad_spec["spec"]["tasks"][0]["replicas"] = 2  # a common mistake: replicas belongs to the workload
@@ -356,3 +357,37 @@ def test_down_leaves_no_process_and_up_works_again(sandbox, tmp_path):
     finally:
         run("down")
     assert not _processes_mentioning(state_dir)
+
+
+def test_ansible_helpers_run_modules_and_playbooks_against_the_sandbox(sandbox, tmp_path):
+    from helpers import run_ansible_module, run_playbook
+
+    env = run_ansible_module("ansible.builtin.command", {"cmd": "printenv K8S_AUTH_KUBECONFIG"}, env=sandbox.env())
+    assert env["stdout"] == sandbox.kubeconfig
+    as_viewer = run_ansible_module(
+        "ansible.builtin.command", {"cmd": "printenv K8S_AUTH_KUBECONFIG"}, kubeconfig=sandbox.kubeconfig_viewer
+    )
+    assert as_viewer["stdout"] == sandbox.kubeconfig_viewer
+    uri = {
+        "url": sandbox.server + JOBS,
+        "headers": {"Authorization": "Bearer " + sandbox.viewer_token},
+        "ca_path": sandbox.ca_cert,
+    }
+    listed = run_ansible_module("ansible.builtin.uri", uri, env=sandbox.env())
+    assert listed["status"] == 200 and listed["json"]["kind"] == "JobList"
+    denied = run_ansible_module(
+        "ansible.builtin.uri", dict(uri, method="DELETE", url=uri["url"] + "/any"), env=sandbox.env()
+    )
+    assert denied["failed"] is True and denied["status"] == 403
+    playbook = tmp_path / "probe.yml"
+    playbook.write_text(
+        "- name: Probe\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - name: Echo\n      ansible.builtin.debug:\n        msg: '{{ probe_value }}'\n"
+        "    - name: Skip\n      ansible.builtin.debug:\n        msg: never\n      when: false\n"
+    )
+    run = run_playbook(str(playbook), {"probe_value": "h1"}, env=sandbox.env())
+    assert run.rc == 0, run
+    results = run.task_results()
+    assert [result[0] for result in results] == ["Echo", "Skip"]
+    assert results[0][1]["msg"] == "h1" and results[1][1]["skipped"] is True
+    assert run.stats["localhost"]["ok"] == 1
