@@ -188,6 +188,7 @@ class Controller:
         # (ns, name) -> (spec+annotations we wrote, resourceVersion the server returned): stops an update
         # loop when the server normalises (prunes) what we send so that it never compares equal.
         self._written = {}
+        self._panicked = set()
 
     def reconcile_all(self):
         live_uids = set()
@@ -210,7 +211,9 @@ class Controller:
             return  # frozen: no later stop, edit or Task update is processed
         name = job["metadata"]["name"]
         spec = job.get("spec") or {}
-        templates = spec.get("tasks") or []
+        # Go zero value for a template without a name (only `role` is required by the CRD).
+        templates = [dict(t, name=t.get("name") or "") for t in spec.get("tasks") or []]
+        job = dict(job, spec=dict(spec, tasks=templates))
         # (1) init
         if not status.get("phase"):
             status["phase"] = "Pending"
@@ -222,7 +225,9 @@ class Controller:
         missing = [t["name"] for t in templates if t["name"] not in entries]
         if missing:
             # RLark dereferences a nil status entry here: panic, recovered and retried forever.
-            log.error("job %s: panic: no status.tasks entry for %s (status frozen, as in RLark)", name, missing)
+            if (job["metadata"]["uid"], tuple(missing)) not in self._panicked:
+                self._panicked.add((job["metadata"]["uid"], tuple(missing)))
+                log.error("job %s: panic: no status.tasks entry for %s (status frozen, as in RLark)", name, missing)
             return
         namespaces = [resolve_namespace(t.get("nodeSelector"), self.node_index.first_match) for t in templates]
         # (2) copy Task phase/message

@@ -20,7 +20,6 @@ from kubernetes import client, config
 pytestmark = pytest.mark.sandbox
 
 GROUP, VERSION = "rlinf.io", "v1alpha1"
-GRACE_SECONDS = 5  # rlark-sim default (--grace-seconds)
 
 
 # ---------------------------------------------------------------- helpers
@@ -242,7 +241,13 @@ def test_task_naming_labels_owner_and_ray_annotations(api, jobs):
     assert job["status"].get("startTime")
 
 
-def test_stop_then_pod_crs_gone_after_grace(api, jobs):
+def grace_seconds(sandbox):
+    """The stop grace period the sandbox's rlark-sim runs with (default 5 s)."""
+    args = sim_process(sandbox)[1]
+    return float(args[args.index("--grace-seconds") + 1]) if "--grace-seconds" in args else 5.0
+
+
+def test_stop_then_pod_crs_gone_after_grace(sandbox, api, jobs):
     name = jobs(
         "stop",
         [
@@ -263,7 +268,7 @@ def test_stop_then_pod_crs_gone_after_grace(api, jobs):
     # The Job spec keeps its replicas.
     assert get_job(api, name)["spec"]["tasks"][1]["kubernetes"]["workload"]["replicas"] == 2
     wait_for(lambda: not pod_crs(api, name + "-actor") and not pod_crs(api, name + "-rollout"), timeout=20)
-    assert time.time() - stopped_at >= GRACE_SECONDS - 0.5
+    assert time.time() - stopped_at >= grace_seconds(sandbox) - 0.5
     # Start again: Stopped -> Pending -> Running, new Pod CRs.
     merge_patch_job(api, name, {"spec": {"stopped": False}})
     wait_for(lambda: job_phase(api, name) == "Running", timeout=20, what="job Running again")
@@ -342,6 +347,19 @@ def test_removed_template_leaves_orphaned_task(api, jobs):
     tasks = tasks_of(api, name)
     assert set(tasks) == {name + "-actor", name + "-rollout"}
     assert tasks[name + "-rollout"]["spec"]["kubernetes"]["workload"]["replicas"] == 1
+
+
+def test_renamed_template_freezes_the_job_like_rlarks_nil_status_panic(api, jobs):
+    actor = template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True)
+    name = jobs("rename", [actor])
+    wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
+    merge_patch_job(api, name, {"spec": {"tasks": [dict(actor, name="learner")]}})
+    time.sleep(2)
+    merge_patch_job(api, name, {"spec": {"stopped": True}})
+    time.sleep(3)
+    assert set(tasks_of(api, name)) == {name + "-actor"}  # no Task for the new name, the old one is orphaned
+    assert job_phase(api, name) == "Running"  # the stop is never processed
+    assert tasks_of(api, name)[name + "-actor"]["spec"]["kubernetes"]["workload"]["replicas"] == 1
 
 
 def test_job_delete_cascades_to_tasks_workloads_and_pod_crs(api, apps, jobs):
