@@ -35,6 +35,12 @@ def rendered_jobs():
         ("example-multi-role", preflight(*example("multi-role"))),
     ]
     jobs.append(("bench-16-roles", preflight(*big_manifest(16))))
+    manifest, profile = example("sandbox")
+    manifest["roles"][0]["env"].append({"name": "WANDB_API_KEY", "secret": {"name": "wandb", "key": "api-key"}})
+    profile["compute_requests"] = {"approved": True, "path": "rlark.ops rlark_job"}
+    manifest["roles"][0]["resources"].update({"cpu": "16", "memory": "64Gi"})
+    profile["roles"][0]["resources"].update({"cpu": "16", "memory": "64Gi"})
+    jobs.append(("secret-ref-and-approved-cpu", preflight(manifest, profile)))
     for case, name, mutate, _fid, _severity in RECORD_CASES:
         manifest, profile = example(name)
         mutate(manifest, profile)

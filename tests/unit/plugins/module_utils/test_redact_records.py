@@ -148,3 +148,12 @@ def test_preflight_records_hold_the_reviewed_job(tmp_path):
         report = yaml.safe_load(handle)["data"]
     assert report["manifest_version"] == manifest["version"] and report["profile_version"] == profile["version"]
     assert report["ok"] is True and report["findings"] == []
+
+
+def test_secret_reference_is_the_clean_way():
+    manifest, profile = example("sandbox")
+    role(manifest, "actor")["env"].append({"name": "WANDB_API_KEY", "secret": {"name": "wandb", "key": "api-key"}})
+    result = preflight(manifest, profile)
+    assert result["ok"] and result["findings"] == []
+    env = result["job"]["spec"]["tasks"][0]["kubernetes"]["workload"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}} in env
