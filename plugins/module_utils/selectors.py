@@ -317,7 +317,7 @@ def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_pr
         more = replicas > len(placed)
         found.append(
             finding(
-                "replicas-match-count",
+                "replicas-match-mismatch",
                 "Task %r has %s replicas but its selector matches %d node(s) in %s%s."
                 % (
                     name,

@@ -17,7 +17,7 @@ description:
   - Returns a proof (what matched where, when, against which API server and list resourceVersion) and findings
     with stable ids, for example C(selector-empty), C(selector-multivalue), C(selector-cr-only-key),
     C(selector-annotation-key), C(selector-multi-cluster), C(selector-wrong-cluster), C(selector-no-match),
-    C(head-match-count), C(head-replicas), C(replicas-match-count), C(node-offline), C(node-cordoned),
+    C(head-match-count), C(head-replicas), C(replicas-match-mismatch), C(node-offline), C(node-cordoned),
     C(node-disk-pressure), C(node-insufficient-resources) and C(selector-drift).
   - One call proves all selectors of a Job. Node CRs are filtered server-side, one paged list per distinct selector.
   - Fails when a finding is an error unless O(fail_on_findings=false). Never changes anything.

@@ -52,7 +52,7 @@ CASES = [
     ("selector-no-match", {"name": "t", "selector": {"kubernetes.io/hostname": "no-such-node"}}),
     ("head-match-count", {"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "head": True}),
     ("head-replicas", {"name": "t", "selector": A100, "head": True, "replicas": 2}),
-    ("replicas-match-count", {"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 3}),
+    ("replicas-match-mismatch", {"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 3}),
     ("node-offline", {"name": "t", "selector": {"kubernetes.io/hostname": "h100-02"}}),
     (
         "node-cordoned",

@@ -100,7 +100,7 @@ def test_a_good_job_proves_clean():
             {"name": "t", "selector": {"kubernetes.io/hostname": "a100-01"}, "head": True, "replicas": 2},
             ["head-replicas"],
         ),
-        ({"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 3}, ["replicas-match-count"]),
+        ({"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 3}, ["replicas-match-mismatch"]),
         ({"name": "t", "selector": {"kubernetes.io/hostname": "h100-02"}}, ["node-offline"]),
         ({"name": "t", "selector": {"rlinf.io/pool": "spare"}, "replicas": 1}, ["selector-multi-cluster"]),
         (
@@ -146,7 +146,7 @@ def test_wrong_cluster_and_drift():
 
 def test_fewer_replicas_than_matches_is_a_warning():
     _entries, found = prove([{"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 1}])
-    assert [(f["id"], f["severity"]) for f in found] == [("replicas-match-count", "warning")]
+    assert [(f["id"], f["severity"]) for f in found] == [("replicas-match-mismatch", "warning")]
 
 
 def test_selectors_from_job_reads_requests_and_defaults():
