@@ -312,6 +312,7 @@ def reuse(lay, state, args):
     alive = health(lay, state)
     if not (alive.get("etcd") and alive.get("kube-apiserver") and api_ready(lay, state)):
         return False
+    write_configs(lay, state)  # cheap; restores kubeconfigs/env if someone removed them
     api = admin_api(lay, state)
     try:
         if state["crds"] != args.crds or bootstrap.live_crd_set(api) != args.crds:
@@ -319,7 +320,7 @@ def reuse(lay, state, args):
             docs = bootstrap.load_crds(bootstrap.crd_files(args.crds, PROJECT_CRDS, UPSTREAM_CRDS), args.crds)
             bootstrap.install_crds(api, docs)
             state["crds"] = args.crds
-            write_configs(lay, state)
+            write_configs(lay, state)  # RLARK_SANDBOX_CRDS in .sandbox/env
         if not bootstrap.fleet_present(api):
             say("re-seeding the fleet")
             bootstrap.ensure_namespaces(api)

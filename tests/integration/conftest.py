@@ -72,8 +72,8 @@ def sandboxctl(state_dir, *args):
 
 
 def running_crds(state_dir):
-    """The CRD set of a healthy running sandbox in `state_dir`, else None."""
-    if sandboxctl(state_dir, "status").returncode != 0:
+    """The CRD set of a sandbox already running in `state_dir` (healthy or degraded), else None."""
+    if sandboxctl(state_dir, "status").returncode not in (0, 1):  # 3: not running
         return None
     with open(os.path.join(state_dir, "state.json")) as fh:
         return json.load(fh)["crds"]
