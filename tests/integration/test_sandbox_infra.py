@@ -105,19 +105,38 @@ def test_apiserver_reports_real_version(sandbox, admin):
         assert json.loads(out.stdout)["serverVersion"]["gitVersion"] == want, out.stderr
 
 
-def test_everything_binds_loopback(sandbox):
+def _socket_inodes(pid):
+    inodes = set()
+    fd_dir = "/proc/%d/fd" % pid
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def test_every_sandbox_process_listens_on_loopback_only(sandbox):
     assert sandbox.server.startswith("https://127.0.0.1:")
     assert sandbox.s3_endpoint.startswith("http://127.0.0.1:")
-    listening = set()
+    loopback = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1 in /proc/net/tcp, ::1 in tcp6
+    listeners = {}  # socket inode -> local address
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as fh:
             for row in fh.readlines()[1:]:
-                local, state = row.split()[1], row.split()[3]
-                if state == "0A":  # LISTEN
-                    listening.add((local.rsplit(":", 1)[0], int(local.rsplit(":", 1)[1], 16)))
-    ports = {int(p) for p in sandbox.state["ports"].values()}
-    exposed = [(addr, port) for addr, port in listening if port in ports and addr != "0100007F"]
-    assert not exposed, "sandbox ports listening beyond 127.0.0.1: %s" % exposed
+                cols = row.split()
+                if cols[3] == "0A":  # LISTEN
+                    listeners[cols[9]] = cols[1]
+    checked = 0
+    for name, proc in sandbox.state["pids"].items():
+        for inode in _socket_inodes(proc["pid"]):
+            if inode in listeners:
+                checked += 1
+                address = listeners[inode].rsplit(":", 1)[0]
+                assert address in loopback, "%s listens on %s" % (name, listeners[inode])
+    assert checked >= 4  # etcd client + peer, kube-apiserver, S3 at least
 
 
 def test_fleet_is_seeded(sandbox, admin):
