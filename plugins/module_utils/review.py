@@ -272,7 +272,7 @@ def job_findings(job):
                 "head-count",
                 "%d templates have head: true; exactly one is required." % len(heads),
                 path="spec.tasks",
-                hint="Choose a single Header role in the launch manifest.",
+                hint="Mark exactly one Header role with head: true in the launch manifest.",
             )
         )
     elif heads[0] != tasks[0][0]:
@@ -614,17 +614,8 @@ def records_findings(manifest, profile):
 
 
 def _head_record_findings(roles):
+    """Script placement in the manifest (the head count itself is checked on the rendered Job)."""
     found = []
-    heads = [i for i, r in roles if r.get("head") is True]
-    if len(heads) != 1:
-        found.append(
-            finding(
-                "head-count",
-                "The launch manifest marks %d roles as head; exactly one is required." % len(heads),
-                path="manifest.roles",
-                hint="Mark exactly one Header role with head: true.",
-            )
-        )
     for i, role in roles:
         if role.get("head") is True and not _s(role.get("entrypoint")).strip():
             found.append(
