@@ -458,7 +458,7 @@ def judge_structure(facts, opts, now):
 
 
 def _quiet(v, opts, now):
-    if v.newest is not None and now - v.newest < opts["quiet_seconds"]:
+    if v.newest is not None and opts["quiet_seconds"] > 0 and now - v.newest < opts["quiet_seconds"]:
         v.problem(
             "write-too-recent",
             "the newest file was written %.0f s ago, less than quiet_seconds=%d: a save may still be in progress"

@@ -46,6 +46,7 @@ AUTH_CODES = frozenset(
         "AuthorizationHeaderMalformed",
         "403",
         "Forbidden",
+        "XAdminUserNotFound",  # versitygw: unknown access key id (HTTP 404)
     )
 )
 MISSING_BUCKET_CODES = frozenset(("NoSuchBucket",))
@@ -180,8 +181,6 @@ class S3Source:
         code, status = error_code(exc)
         name = type(exc).__name__
         where = " at %s" % self.endpoint_url if self.endpoint_url else ""
-        if code in MISSING_BUCKET_CODES or (status == "404" and what == "list"):
-            return GateError("S3 bucket '%s' does not exist%s" % (self.bucket, where))
         if code in AUTH_CODES or status == "403":
             key = self.access_key or "from the environment/instance profile"
             return GateError(
@@ -193,6 +192,8 @@ class S3Source:
                 "no S3 credentials for bucket '%s': set s3.access_key/s3.secret_key or AWS_ACCESS_KEY_ID/"
                 "AWS_SECRET_ACCESS_KEY" % self.bucket
             )
+        if code in MISSING_BUCKET_CODES or (status == "404" and code in ("", "404", "NotFound") and what == "list"):
+            return GateError("S3 bucket '%s' does not exist%s" % (self.bucket, where))
         if self._retryable(exc):
             return GateError(
                 "S3 endpoint%s kept failing for bucket '%s' after %d attempts: %s"

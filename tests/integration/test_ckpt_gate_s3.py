@@ -1,0 +1,192 @@
+"""The completeness matrix in the sandbox's real S3 server (versitygw), plus S3 bad input.
+
+Every row of the table x {complete, each required entry missing, marker missing, leftover .tmp,
+stale extra shards, tracker mismatch, truncated payload, write too recent}, each case under its
+own prefix of one run prefix that is removed at the end.
+"""
+
+import os
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "unit", "checkpoint"))
+
+import ckpt_fixtures as F
+from helpers import ensure_collection_link
+
+ensure_collection_link()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), ".build", "collections"))
+
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source
+
+pytestmark = pytest.mark.sandbox
+STEP = 40
+S3_CASES = [c for c in F.CASES if c != "stale-marker"]  # S3 sets LastModified itself: no old markers
+
+
+def cases():
+    for row in F.ROWS:
+        for case in S3_CASES:
+            if not F.applicable(row, case):
+                continue
+            if case == "missing":
+                for rel in row.required(STEP):
+                    yield row, case, rel, "%s-missing-%s" % (row.id, rel.replace("/", "_"))
+            else:
+                yield row, case, None, "%s-%s" % (row.id, case)
+
+
+CASES = list(cases())
+
+
+@pytest.fixture(scope="module")
+def s3(sandbox):
+    boto3 = pytest.importorskip("boto3")
+    client = boto3.client(
+        "s3",
+        endpoint_url=sandbox.s3_endpoint,
+        aws_access_key_id=sandbox.s3_access_key,
+        aws_secret_access_key=sandbox.s3_secret_key,
+        region_name="us-east-1",
+    )
+    run = "h5-gate-%s/" % uuid.uuid4().hex[:8]
+    jobs = []
+    for row, case, drop, case_id in CASES:
+        prefix = "%s%s/checkpoints/" % (run, case_id)
+        jobs.append((prefix, "global_step_%d" % (STEP - 20), F.tree(row, STEP - 20, "complete")))
+        jobs.append((prefix, "global_step_%d" % STEP, F.tree(row, STEP, case, drop)))
+    puts = [(p + s + "/" + rel, data) for p, s, files in jobs for rel, data, _age in files]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda kv: client.put_object(Bucket=sandbox.s3_bucket, Key=kv[0], Body=kv[1]), puts))
+    yield client, run
+    paginator = client.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=sandbox.s3_bucket, Prefix=run):
+        keys = [{"Key": o["Key"]} for o in page.get("Contents") or ()]
+        if keys:
+            client.delete_objects(Bucket=sandbox.s3_bucket, Delete={"Objects": keys})
+
+
+def source(sandbox, prefix, **kw):
+    args = dict(endpoint_url=sandbox.s3_endpoint, access_key=sandbox.s3_access_key, secret_key=sandbox.s3_secret_key)
+    args.update(kw)
+    return S3Source(sandbox.s3_bucket, prefix, **args)
+
+
+@pytest.mark.parametrize("row,case,drop,case_id", CASES, ids=[c[3] for c in CASES])
+def test_matrix_in_s3(sandbox, s3, row, case, drop, case_id):
+    _client, run = s3
+    prefix = "%s%s/checkpoints" % (run, case_id)
+    quiet = 3600 if case == "too-recent" else 0
+    result = run_gate(source(sandbox, prefix), dict(row.gate_params(), step=STEP, quiet_seconds=quiet))
+    ids = {p["id"] for p in result["problems"]}
+    assert result["complete"] is F.expected_complete(case), (result["missing"], result["problems"])
+    assert result["checkpoint"] == "s3://%s/%s/global_step_%d/" % (sandbox.s3_bucket, prefix, STEP)
+    if case == "missing":
+        assert any(drop == m or (m.endswith("*.distcp") and drop.endswith(".distcp")) for m in result["missing"])
+    elif case == "marker-missing":
+        assert set(row.markers(STEP)) <= set(result["missing"])
+    elif case == "metadata-tmp":
+        assert "leftover-tmp" in ids
+    elif case == "stale-shards":
+        assert "stale-shards" in ids
+    elif case == "tracker-mismatch":
+        assert "tracker-mismatch" in ids
+    elif case == "truncated":
+        assert "truncated-payload" in ids
+    elif case == "too-recent":
+        assert "write-too-recent" in ids and not result["missing"]
+    expected_files = len(F.tree(row, STEP, case, drop))
+    assert result["files"] == expected_files
+
+
+def test_latest_picks_newest_complete_and_says_so(sandbox, s3):
+    client, run = s3
+    row = F.ROWS[0]
+    prefix = "%slatest/checkpoints/" % run
+    for step, case in ((10, "complete"), (20, "complete"), (30, "marker-missing")):
+        F.write_s3(client, sandbox.s3_bucket, prefix, "global_step_%d" % step, F.tree(row, step, case))
+    F.write_s3(client, sandbox.s3_bucket, prefix, "global_step_20_bak", F.tree(row, 20, "complete"))
+    result = run_gate(source(sandbox, prefix), dict(row.gate_params(), quiet_seconds=0))
+    assert result["complete"] and result["step"] == 20 and result["newest_step"] == 30
+    notes = [p for p in result["problems"] if p["id"] == "newest-step-incomplete"]
+    assert notes and "global_step_30" in notes[0]["message"]
+    verdicts = {s["name"]: s["verdict"] for s in result["steps"]}
+    assert verdicts == {
+        "global_step_10": "unverified",
+        "global_step_20": "complete",
+        "global_step_30": "incomplete",
+        "global_step_20_bak": "unrecognized",
+    }
+
+
+def test_listing_streams_past_the_first_page(sandbox, s3):
+    """2,600 objects: three ListObjectsV2 pages; counts and bytes cover all of them."""
+    client, run = s3
+    prefix = "%spaged/checkpoints/" % run
+    row = F.Row("wide", "embodied", "fsdp", world=2600, full_weights=False)
+    files = F.tree(row, 5, "complete")
+    with ThreadPoolExecutor(8) as pool:
+        list(
+            pool.map(
+                lambda f: client.put_object(Bucket=sandbox.s3_bucket, Key=prefix + "global_step_5/" + f[0], Body=f[1]),
+                files,
+            )
+        )
+    src = source(sandbox, prefix)
+    pages = []
+    original = src.pages
+
+    def counting(p):
+        for page in original(p):
+            pages.append(len(page.get("Contents") or ()))
+            yield page
+
+    src.pages = counting
+    result = run_gate(src, {"actor_world_size": 2600, "full_weights": False, "quiet_seconds": 0})
+    assert result["complete"], result["missing"][:5]
+    assert result["files"] == len(files) == 2601
+    assert result["bytes"] == sum(len(f[1]) for f in files)
+    assert len(pages) >= 3 and sum(pages) == 2601
+
+
+def test_single_step_prefix(sandbox, s3):
+    client, run = s3
+    row = F.ROWS[9]
+    prefix = "%ssingle/checkpoints/" % run
+    F.write_s3(client, sandbox.s3_bucket, prefix, "global_step_7", F.tree(row, 7, "complete"))
+    result = run_gate(source(sandbox, prefix + "global_step_7"), dict(row.gate_params(), quiet_seconds=0))
+    assert result["complete"] and result["step"] == 7 and [s["name"] for s in result["steps"]] == ["global_step_7"]
+
+
+@pytest.mark.parametrize(
+    "kw,fragment",
+    [
+        ({"bucket": "no-such-bucket-h5"}, "bucket 'no-such-bucket-h5' does not exist"),
+        ({"secret_key": "not-the-secret"}, "refused the credentials"),
+        ({"access_key": "NOSUCHKEY0000000", "secret_key": "x"}, "refused the credentials"),
+    ],
+)
+def test_s3_bad_input_is_one_clear_message(sandbox, s3, kw, fragment):
+    _client, run = s3
+    bucket = kw.pop("bucket", sandbox.s3_bucket)
+    args = dict(endpoint_url=sandbox.s3_endpoint, access_key=sandbox.s3_access_key, secret_key=sandbox.s3_secret_key)
+    args.update(kw)
+    with pytest.raises(GateError) as err:
+        run_gate(S3Source(bucket, run, **args), {})
+    assert fragment in str(err.value)
+    assert sandbox.s3_secret_key not in str(err.value) and "not-the-secret" not in str(err.value)
+
+
+def test_empty_prefix_is_an_error_naming_it(sandbox, s3):
+    _client, run = s3
+    with pytest.raises(GateError) as err:
+        run_gate(source(sandbox, run + "nothing-here/checkpoints"), {})
+    assert "no global_step_* directory under s3://%s/%snothing-here/checkpoints/" % (sandbox.s3_bucket, run) in str(
+        err.value
+    )
