@@ -5,25 +5,11 @@ stale extra shards, tracker mismatch, truncated payload, write too recent}, each
 own prefix of one run prefix that is removed at the end.
 """
 
-import os
-import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "unit", "checkpoint"))
-
-import ckpt_fixtures as F
-from helpers import ensure_collection_link
-
-ensure_collection_link()
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), ".build", "collections"))
-
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source
+from ckpt_gate_support import F, GateError, S3Source, run_gate
 
 pytestmark = pytest.mark.sandbox
 STEP = 40
