@@ -530,10 +530,8 @@ def records_findings(manifest, profile):
     """Stop conditions that only the launch manifest and deployment profile can show."""
     found = []
     m_ver, p_ver = _s(manifest.get("version")), _s(profile.get("version"))
-    if (
-        _s(_d(manifest.get("profile")).get("version")) != p_ver
-        or _s(_d(profile.get("manifest")).get("version")) != m_ver
-    ):
+    manifest_stale = _s(_d(manifest.get("profile")).get("version")) != p_ver
+    if manifest_stale or _s(_d(profile.get("manifest")).get("version")) != m_ver:
         found.append(
             finding(
                 "records-not-linked",
@@ -545,7 +543,7 @@ def records_findings(manifest, profile):
                     p_ver,
                     _d(profile.get("manifest")).get("version"),
                 ),
-                path="manifest.profile.version",
+                path="manifest.profile.version" if manifest_stale else "profile.manifest.version",
                 hint="Each record must name the other's current version.",
             )
         )

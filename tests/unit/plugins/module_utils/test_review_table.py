@@ -404,6 +404,13 @@ def test_legacy_field_hint_names_current_equivalent():
     assert not _find(preflight(manifest, profile)["findings"], "profile-invalid")
 
 
+def test_records_not_linked_points_at_the_stale_side():
+    manifest, profile = example("sandbox")
+    profile["manifest"]["version"] = "old"
+    paths = [f["path"] for f in preflight(manifest, profile)["findings"] if f["id"] == "records-not-linked"]
+    assert paths == ["profile.manifest.version"]
+
+
 def test_schema_error_names_exact_path():
     manifest, profile = example("sandbox")
     rollout(manifest)["image"] = dict(rollout(manifest)["image"], digest="sha256:short")
