@@ -64,6 +64,9 @@ def normalize_options(options):
     if isinstance(step, int) and step < 0:
         raise L.LayoutError("step must not be negative, got %d" % step)
     opts["step"] = step
+    for name in ("actor_world_size", "tensor_parallel", "pipeline_parallel", "expert_parallel"):
+        if opts[name] is not None and opts[name] < 1:
+            raise L.LayoutError("%s must be at least 1, got %s" % (name, opts[name]))
     if opts["quiet_seconds"] < 0:
         raise L.LayoutError("quiet_seconds must not be negative")
     if opts["runner"] != L.AUTO and opts["backend"] != L.AUTO:

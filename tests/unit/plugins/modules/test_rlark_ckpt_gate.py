@@ -1,0 +1,144 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""rlark_ckpt_gate through AnsibleModule (ansible's patch_module_args): result shape, failures, check mode."""
+
+import json
+import os
+import sys
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "checkpoint")
+)
+
+import ckpt_fixtures as F
+from ansible_collections.rlark.ops.plugins.modules import rlark_ckpt_gate
+
+ROW = F.ROWS[0]
+RESULT_KEYS = {
+    "complete",
+    "step",
+    "checkpoint",
+    "runner",
+    "backend",
+    "missing",
+    "problems",
+    "files",
+    "bytes",
+    "newest_mtime",
+    "latest_complete_step",
+    "steps",
+}
+
+
+def run(args, capsys, check_mode=False):
+    args = dict(args)
+    if check_mode:
+        args["_ansible_check_mode"] = True
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        rlark_ckpt_gate.main()
+    result = json.loads(capsys.readouterr()[0])
+    result["_rc"] = exc.value.code
+    return result
+
+
+def seed(root, *steps):
+    for step, case in steps:
+        F.write_local(str(root), "global_step_%d" % step, F.tree(ROW, step, case), age=1000.0 / step)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_complete_checkpoint(tmp_path, capsys, check_mode):
+    seed(tmp_path, (10, "complete"), (20, "marker-missing"))
+    r = run({"path": str(tmp_path), "actor_world_size": 2}, capsys, check_mode=check_mode)
+    assert r["_rc"] == 0 and not r.get("failed") and r["changed"] is False
+    assert set(r) >= RESULT_KEYS
+    assert r["complete"] and r["step"] == 10 and r["checkpoint"] == str(tmp_path / "global_step_10")
+    assert r["runner"] == "embodied" and r["backend"] == "fsdp" and r["latest_complete_step"] == 10
+    assert [p["id"] for p in r["problems"]] == ["newest-step-incomplete"]
+
+
+def test_incomplete_fails_with_one_paragraph(tmp_path, capsys):
+    seed(tmp_path, (10, "marker-missing"))
+    r = run({"path": str(tmp_path), "runner": "embodied", "backend": "fsdp", "actor_world_size": 2}, capsys)
+    assert r["_rc"] == 1 and r["failed"] and r["changed"] is False
+    assert "\n" not in r["msg"] and "actor/model_state_dict/full_weights.pt" in r["msg"]
+    assert "do not resume from this step" in r["msg"]
+    assert r["missing"] == ["actor/model_state_dict/full_weights.pt"]
+
+
+def test_incomplete_without_failing(tmp_path, capsys):
+    seed(tmp_path, (10, "too-recent"))
+    r = run({"path": str(tmp_path), "fail_when_incomplete": False}, capsys)
+    assert r["_rc"] == 0 and not r.get("failed") and r["complete"] is False
+    assert [p["id"] for p in r["problems"]] == ["write-too-recent"]
+
+
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        ({"path": "/nonexistent/ckpt"}, "/nonexistent/ckpt does not exist"),
+        ({"runner": "ppo"}, "value of runner must be one of"),
+        ({"backend": "fsdp", "tensor_parallel": 4}, "inconsistent with backend fsdp"),
+        ({"path": "/tmp", "s3": {"bucket": "x"}}, "mutually exclusive"),
+    ],
+)
+def test_bad_input(tmp_path, capsys, args, fragment):
+    seed(tmp_path, (10, "complete"))
+    args = dict({"path": str(tmp_path)}, **args)
+    r = run(args, capsys)
+    assert r["_rc"] == 1 and r["failed"] and fragment in r["msg"]
+    assert "Traceback" not in r["msg"]
+
+
+def test_s3_options_fall_back_to_aws_env(monkeypatch, capsys):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    seen = {}
+
+    def fake_source(bucket, **kw):
+        seen.update(kw, bucket=bucket)
+        raise rlark_ckpt_gate.layouts.GateError("stop here")
+
+    monkeypatch.setattr(rlark_ckpt_gate, "S3Source", fake_source)
+    r = run({"s3": {"bucket": "checkpoints", "prefix": "a/checkpoints"}}, capsys)
+    assert r["failed"] and r["msg"] == "stop here"
+    assert seen == {
+        "bucket": "checkpoints",
+        "prefix": "a/checkpoints",
+        "endpoint_url": "http://127.0.0.1:1",
+        "region": "us-east-1",
+        "access_key": "AKIAENV",
+        "secret_key": "env-secret",
+    }
+
+
+def test_secret_key_is_no_log():
+    spec = rlark_ckpt_gate.argument_spec()
+    assert spec["s3"]["options"]["secret_key"]["no_log"] is True
+    assert spec["s3"]["options"]["access_key"]["no_log"] is False
+
+
+def test_ansible_doc_renders_and_matches_the_argspec():
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(root, ".build", "collections"))
+    doc_bin = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
+    proc = subprocess.run(
+        [doc_bin, "--json", "rlark.ops.rlark_ckpt_gate"], env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)["rlark.ops.rlark_ckpt_gate"]
+    options = doc["doc"]["options"]
+    spec = rlark_ckpt_gate.argument_spec()
+    assert set(options) == set(spec)
+    assert set(options["s3"]["suboptions"]) == set(spec["s3"]["options"])
+    for name, opt in spec.items():
+        assert options[name]["type"] == opt["type"]
+        assert options[name].get("default") == opt.get("default"), name
+    assert RESULT_KEYS <= set(doc["return"])
