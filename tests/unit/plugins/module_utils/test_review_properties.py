@@ -16,8 +16,17 @@ from migration_inputs import example
 from test_review_table import RECORD_CASES
 
 # Written out again on purpose: an oracle independent of review.LEGACY_FIELDS.
-LEGACY = {"worker_group", "node_names", "num_workers", "disable_ray", "submit_job", "runtime_env_json",
-          "extra_files", "rlinf_node_rank", "run_on_host"}  # fmt: skip
+LEGACY = {
+    "worker_group",
+    "node_names",
+    "num_workers",
+    "disable_ray",
+    "submit_job",
+    "runtime_env_json",
+    "extra_files",
+    "rlinf_node_rank",
+    "run_on_host",
+}
 ERROR_CASES = [c for c in RECORD_CASES if c[4] == "error"]
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -163,3 +172,51 @@ def test_render_same_for_file_and_dict_inputs():
     folder = os.path.join(EXAMPLES, "sandbox")
     from_files = preflight(os.path.join(folder, "launch_manifest.yml"), os.path.join(folder, "deployment_profile.yml"))
     assert dump_yaml(from_files["job"]) == dump_yaml(preflight(*example("sandbox"))["job"])
+
+
+job_junk = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-2, 3), st.text(max_size=8), st.sampled_from(["main", "head", "Raw"])
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "spec",
+                    "tasks",
+                    "kubernetes",
+                    "workload",
+                    "template",
+                    "containers",
+                    "env",
+                    "name",
+                    "head",
+                    "replicas",
+                    "volumes",
+                    "volumeMounts",
+                    "resources",
+                    "requests",
+                    "limits",
+                    "nodeSelector",
+                    "metadata",
+                    "runScript",
+                    "worker_group",
+                ]
+            ),
+            children,
+            max_size=4,
+        ),
+    ),
+    max_leaves=25,
+)
+
+
+@SETTINGS
+@given(job=job_junk, with_records=st.booleans())
+def test_review_of_arbitrary_job_shapes_never_raises(job, with_records):
+    records = example("sandbox") if with_records else (None, None)
+    found = review_job(job, *records)
+    _well_formed(found)
+    assert findings_core.has_errors(found) or isinstance(job, dict)
+    assert review_for_submission(job, *records)["job"] is None or not findings_core.has_errors(found)
