@@ -126,7 +126,7 @@ def test_secret_key_is_no_log():
 def test_ansible_doc_renders_and_matches_the_argspec():
     import subprocess
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(root, ".build", "collections"))
     doc_bin = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
     proc = subprocess.run(
@@ -141,4 +141,4 @@ def test_ansible_doc_renders_and_matches_the_argspec():
     for name, opt in spec.items():
         assert options[name]["type"] == opt["type"]
         assert options[name].get("default") == opt.get("default"), name
-    assert RESULT_KEYS <= set(doc["return"])
+    assert set(doc["return"]) >= RESULT_KEYS
