@@ -106,10 +106,11 @@ def redact_text(text):
     """Mask secret-shaped parts of a string."""
     if not isinstance(text, str) or len(text) < 6:
         return text
-    return _redact_text(str.__str__(text))
+    text = str.__str__(text)
+    # Only short strings repeat (names, values); long ones (exported logs) are not worth caching.
+    return _redact_short(text) if len(text) < 2048 else _redact_text(text)
 
 
-@_memo
 def _redact_text(text):
     out = _PEM.sub(MASK, text)
     out = _JWT.sub(MASK, out)
@@ -118,6 +119,9 @@ def _redact_text(text):
     out = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), out)
     out = _ASSIGNMENT.sub(_mask_assignment, out)
     return _LONG_TOKEN.sub(lambda m: MASK if is_high_entropy_token(m.group(0)) else m.group(0), out)
+
+
+_redact_short = _memo(_redact_text)
 
 
 def looks_secret(text):
