@@ -34,6 +34,26 @@ AUTH_ARG_SPEC = dict(
 
 AUTH_OPTION_NAMES = tuple(AUTH_ARG_SPEC)
 
+NODE_MATCH_SPEC = dict(
+    job=dict(type="dict"),
+    selectors=dict(
+        type="list",
+        elements="dict",
+        options=dict(
+            name=dict(type="str", required=True),
+            selector=dict(type="dict", default={}),
+            replicas=dict(type="int", default=1),
+            head=dict(type="bool", default=False),
+            requests=dict(type="dict", default={}),
+        ),
+    ),
+    cluster_id=dict(type="str"),
+    expected_nodes=dict(type="dict"),
+    fail_on_findings=dict(type="bool", default=True),
+    timeout=dict(type="int", default=120),
+)
+NODE_MATCH_RULES = dict(mutually_exclusive=[("job", "selectors")], required_one_of=[("job", "selectors")])
+
 
 def auth_params(params):
     return {name: params.get(name) for name in AUTH_OPTION_NAMES}

@@ -21,7 +21,6 @@ from ansible_collections.rlark.ops.plugins.module_utils.naming import task_objec
 JOBS = resource_path("jobs")
 TASKS = resource_path("tasks")
 PODS = resource_path("pods")
-NODES = resource_path("nodes")
 JOB_LABEL = "rlinf.io/job"
 POD_TASK_LABEL = "rlark.io/task-name"
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -425,25 +424,6 @@ def absent_check(client, name):
         return job is None and not tasks, summary, {"job": job, "tasks": tasks, "pods": []}
 
     return check
-
-
-# --- Node inventory for the selector proof -------------------------------------------------------
-
-
-def fetch_node_matches(client, label_selectors):
-    """Node CRs in every namespace matching each distinct label selector (server-side filtering).
-
-    Returns ``({selector: [nodes]}, newest list resourceVersion)``.
-    """
-    result = {}
-    versions = []
-    for selector in sorted(set(label_selectors)):
-        items, version = client.list(NODES, label_selector=selector)
-        result[selector] = items
-        if version:
-            versions.append(version)
-    newest = max(versions, key=lambda v: (len(v), v)) if versions else None
-    return result, newest
 
 
 def read_many(client, jobs, with_nodes=True):

@@ -160,76 +160,25 @@ status:
   type: dict
 """
 
-import datetime
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
+    NODE_MATCH_RULES,
+    NODE_MATCH_SPEC,
     argument_spec,
-    auth_params,
-    call_counts,
     fail_kube,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.findings import has_errors, render
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import fetch_node_matches
-from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
-from ansible_collections.rlark.ops.plugins.module_utils.selectors import (
-    placement_label_selector,
-    prove_selectors,
-    selectors_from_job,
-)
+from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError
+from ansible_collections.rlark.ops.plugins.module_utils.nodes import node_match
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(
-            job=dict(type="dict"),
-            selectors=dict(
-                type="list",
-                elements="dict",
-                options=dict(
-                    name=dict(type="str", required=True),
-                    selector=dict(type="dict", default={}),
-                    replicas=dict(type="int", default=1),
-                    head=dict(type="bool", default=False),
-                    requests=dict(type="dict", default={}),
-                ),
-            ),
-            cluster_id=dict(type="str"),
-            expected_nodes=dict(type="dict"),
-            fail_on_findings=dict(type="bool", default=True),
-            timeout=dict(type="int", default=120),
-        ),
-        mutually_exclusive=[("job", "selectors")],
-        required_one_of=[("job", "selectors")],
-        supports_check_mode=True,
-    )
-    p = module.params
-    tasks = selectors_from_job(p["job"]) if p["job"] else p["selectors"]
-    path_prefix = "spec.tasks" if p["job"] else "selectors"
-    client = None
+    module = AnsibleModule(argument_spec=argument_spec(**NODE_MATCH_SPEC), supports_check_mode=True, **NODE_MATCH_RULES)
     try:
-        client = client_from_params(auth_params(p), timeout=p["timeout"], log=module.log)
-        wanted = [placement_label_selector(t["selector"]) for t in tasks if t.get("selector")]
-        nodes_by_selector, resource_version = fetch_node_matches(client, wanted)
+        result, failure = node_match(module.params, log=module.log)
     except KubeError as exc:
-        fail_kube(module, exc, changed=False, **call_counts(client))
-    finally:
-        if client is not None:
-            client.close()
-    entries, findings = prove_selectors(
-        tasks, nodes_by_selector, p["cluster_id"], p["expected_nodes"], path_prefix=path_prefix
-    )
-    proof = {
-        "checked_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "api_server": client.server,
-        "resource_version": resource_version,
-        "cluster_id": p["cluster_id"],
-        "tasks": entries,
-    }
-    ok = not has_errors(findings)
-    result = dict(changed=False, proof=proof, findings=findings, ok=ok, **call_counts(client))
-    if p["fail_on_findings"] and not ok:
-        module.fail_json(msg=render(findings, "selector proof"), **result)
+        fail_kube(module, exc, changed=False, **getattr(exc, "counts", {}))
+    if failure:
+        module.fail_json(msg=failure, **result)
     module.exit_json(**result)
 
 

@@ -49,8 +49,11 @@ def admin_client(sandbox, timeout=120):
     return client_from_params({"kubeconfig": sandbox.kubeconfig}, timeout=timeout)
 
 
-def run_module(sandbox, module, args, check=False, diff=False, kubeconfig="operator", env=None):
-    """Run one module task with ansible-playbook; returns (registered result, stdout)."""
+def run_module(sandbox, module, args, check=False, diff=False, kubeconfig="operator", env=None, task_env=None):
+    """Run one module task with ansible-playbook; returns (registered result, stdout).
+
+    ``env`` goes to ansible-playbook's process; ``task_env`` becomes the task's ``environment``.
+    """
     args = dict(args)
     if kubeconfig and "kubeconfig" not in args and "host" not in args:
         args["kubeconfig"] = sandbox.kubeconfig_operator if kubeconfig == "operator" else kubeconfig
@@ -62,7 +65,13 @@ def run_module(sandbox, module, args, check=False, diff=False, kubeconfig="opera
             "hosts": "localhost",
             "gather_facts": False,
             "tasks": [
-                {"name": "Module under test", "rlark.ops." + module: args, "register": "result", "ignore_errors": True},
+                {
+                    "name": "Module under test",
+                    "rlark.ops." + module: args,
+                    "register": "result",
+                    "ignore_errors": True,
+                    "environment": task_env or {},
+                },
                 {
                     "name": "Save the result",
                     "ansible.builtin.copy": {"content": "{{ result | to_json }}", "dest": out, "mode": "0600"},

@@ -8,6 +8,7 @@ One extra Node CR with disk pressure is created in rlark-edge for the disk-press
 """
 
 import contextlib
+import json
 
 import job_test_support as support
 import pytest
@@ -119,3 +120,27 @@ def test_one_call_proves_a_whole_job(sandbox):
     assert sorted(m["name"] for m in tasks["rollout"]["matches"]) == ["a100-02", "a100-03"]
     assert all(t["cluster"] == "rlark-a100" and t["ok"] for t in proof["tasks"])
     assert result["api_calls"] - result["api_retries"] == 3  # one list per distinct selector
+
+
+def test_remote_style_run_with_task_environment_uses_the_module(sandbox):
+    """With a task ``environment`` the action plugin hands over to the module (K8S_AUTH_* honoured there)."""
+    task = {"name": "t", "selector": {"kubernetes.io/hostname": "h100-01"}, "head": True}
+    result, _ = run_module(
+        sandbox,
+        "rlark_node_match",
+        {"selectors": [task]},
+        kubeconfig=None,
+        env={"K8S_AUTH_KUBECONFIG": "/nonexistent"},
+        task_env={"K8S_AUTH_KUBECONFIG": sandbox.kubeconfig_viewer},
+    )
+    assert not result.get("failed"), result.get("msg")
+    assert result["proof"]["tasks"][0]["cluster"] == "rlark-h100"
+
+
+def test_controller_side_run_reports_api_errors_as_one_sentence(sandbox):
+    task = {"name": "t", "selector": {"kubernetes.io/hostname": "h100-01"}}
+    args = {"selectors": [task], "host": sandbox.server, "api_key": "not-a-token", "ca_cert": sandbox.ca_cert}
+    result, _ = run_module(sandbox, "rlark_node_match", args, kubeconfig=None)
+    assert result["failed"] and result["status"]["code"] == 401
+    assert result["msg"].startswith("The API server rejected GET /apis/rlinf.io/v1alpha1/nodes with 401")
+    assert "not-a-token" not in json.dumps(result)

@@ -275,13 +275,3 @@ def test_absent_check():
     client = make_client(api)
     done, summary, _tree = jobs.absent_check(client, "demo")()
     assert not done and summary == "Job gone, 1 task(s) remaining"
-
-
-def test_fetch_node_matches_lists_once_per_distinct_selector():
-    api = FakeApi()
-    api.add("nodes", {"metadata": {"name": "a", "namespace": "rlark-x", "labels": {"p": "1"}}})
-    client = make_client(api)
-    got, rv = jobs.fetch_node_matches(client, ["p=1", "p=1", "p in (1,2)"])
-    assert client.api_calls == 2
-    assert len(got["p=1"]) == 1 and len(got["p in (1,2)"]) == 1
-    assert rv == str(api.rv)
