@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from .agent import SYSTEM_NS, Agent
+from .agent import SYSTEM_NS, Agent, pod_task_key
 from .controller import Controller, NodeIndex
 from .kube import ApiError, Informer, Kube, core_path, crd_path, wait_synced
 from .storage import S3Settings
@@ -57,7 +57,7 @@ def main(argv=None):
     jobs = Informer(kube, crd_path("jobs"), wake, name="jobs").start()
     tasks = Informer(kube, crd_path("tasks"), wake, name="tasks").start()
     nodes = Informer(kube, crd_path("nodes"), wake, name="nodes").start()
-    pods = Informer(kube, crd_path("pods"), wake, name="pods").start()
+    pods = Informer(kube, crd_path("pods"), wake, name="pods", index_fn=pod_task_key).start()
     informers = [jobs, tasks, nodes, pods]
     sts = None
     if not args.no_agent:

@@ -30,6 +30,12 @@ HOSTNAME = "kubernetes.io/hostname"
 DEFAULT_CR_ONLY_LABELS = ("rlark.io/cluster-id", "rlark.io/agent-type")
 
 
+def pod_task_key(pod):
+    """Index key of a Pod CR: (namespace, Task name) from its rlark.io/task-name label."""
+    task_name = (pod["metadata"].get("labels") or {}).get(TASK_NAME_LABEL)
+    return (pod["metadata"].get("namespace"), task_name) if task_name else None
+
+
 def is_cluster_namespace(namespace):
     return bool(namespace) and namespace.startswith("rlark-") and namespace != SYSTEM_NS
 
@@ -430,12 +436,7 @@ class Agent:
             self.set_status(task, "Pending", message or "waiting for %d/%d replicas" % (len(running), replicas), None)
 
     def pods_of(self, task):
-        ns, name = task["metadata"]["namespace"], task["metadata"]["name"]
-        return [
-            p
-            for p in self.pods.snapshot()
-            if p["metadata"].get("namespace") == ns and (p["metadata"].get("labels") or {}).get(TASK_NAME_LABEL) == name
-        ]
+        return self.pods.by_index((task["metadata"]["namespace"], task["metadata"]["name"]))
 
     def apply_workload(self, task, want):
         name = task["metadata"]["name"]

@@ -164,8 +164,10 @@ class Informer:
     Items are returned sorted by (namespace, name): the order of a kube-apiserver list (etcd key order).
     """
 
-    def __init__(self, kube, path, wake=None, label_selector=None, name="informer"):
+    def __init__(self, kube, path, wake=None, label_selector=None, name="informer", index_fn=None):
         self.kube = kube
+        self.index_fn = index_fn  # obj -> secondary key (e.g. the Task a Pod CR belongs to), or None
+        self.index = {}
         self.path = path
         self.wake = wake
         self.label_selector = label_selector
@@ -193,7 +195,10 @@ class Informer:
         params = {"labelSelector": self.label_selector} if self.label_selector else None
         data = self.kube.list(self.path, params=params)
         with self.lock:
-            self.items = {obj_key(o): o for o in data.get("items", [])}
+            self.items = {}
+            self.index = {}
+            for obj in data.get("items", []):
+                self._set(obj)
             self._notify()
         self.synced.set()
         return data["metadata"].get("resourceVersion")
@@ -218,9 +223,9 @@ class Informer:
                         continue
                     with self.lock:
                         if etype == "DELETED":
-                            self.items.pop(obj_key(obj), None)
+                            self._drop(obj_key(obj))
                         else:
-                            self.items[obj_key(obj)] = obj
+                            self._set(obj)
                         self._notify()
                     rv = new_rv or rv
                     if self._stop.is_set():
@@ -246,13 +251,37 @@ class Informer:
             old = self.items.get(obj_key(obj))
             if old is not None and _rv(old) > _rv(obj):
                 return
-            self.items[obj_key(obj)] = obj
+            self._set(obj)
             self.version += 1
 
     def forget(self, namespace, name):
         with self.lock:
-            self.items.pop((namespace or "", name), None)
+            self._drop((namespace or "", name))
             self.version += 1
+
+    def _set(self, obj):
+        key = obj_key(obj)
+        self._drop(key)
+        self.items[key] = obj
+        if self.index_fn is not None:
+            ikey = self.index_fn(obj)
+            if ikey is not None:
+                self.index.setdefault(ikey, {})[key] = obj
+
+    def _drop(self, key):
+        old = self.items.pop(key, None)
+        if old is not None and self.index_fn is not None:
+            ikey = self.index_fn(old)
+            bucket = self.index.get(ikey)
+            if bucket is not None:
+                bucket.pop(key, None)
+                if not bucket:
+                    del self.index[ikey]
+
+    def by_index(self, ikey):
+        with self.lock:
+            bucket = self.index.get(ikey) or {}
+            return [bucket[k] for k in sorted(bucket)]
 
 
 def _rv(obj):
