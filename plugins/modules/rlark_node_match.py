@@ -86,6 +86,10 @@ options:
       - Seconds the module may spend, retries of API calls included.
     type: int
     default: 120
+notes:
+  - On a local connection an action plugin runs the proof inside the controller's worker process (it only reads
+    the API), which saves the module start-up; on any other connection, or when the task sets C(environment),
+    the module runs on the target host as usual.
 seealso:
   - module: rlark.ops.rlark_job
 """
