@@ -79,8 +79,22 @@ def pvc_claims(task):
     return out
 
 
-def build_statefulset(task, privileged=True):
-    """The StatefulSet RLark's agent would apply in rlark-system, with the mutations that matter."""
+WORKLOAD_PLURALS = {"StatefulSet": "statefulsets", "Deployment": "deployments", "DaemonSet": "daemonsets"}
+
+
+def workload_kind(task):
+    return (workload_of(task) or {}).get("kind") or "StatefulSet"
+
+
+def effective_stopped(task):
+    """replicas 0 stops StatefulSets and Deployments; DaemonSets ignore it (RLark never scales them)."""
+    workload = workload_of(task)
+    return workload is not None and workload_kind(task) != "DaemonSet" and replicas_of(workload) == 0
+
+
+def build_workload(task, privileged=True):
+    """The workload (StatefulSet, Deployment or DaemonSet, as the Task says) RLark's agent would apply in
+    rlark-system, with the mutations that matter."""
     meta = task["metadata"]
     spec = task.get("spec") or {}
     name = meta["name"]
@@ -158,9 +172,17 @@ def build_statefulset(task, privileged=True):
         pod["hostNetwork"] = True
         pod["dnsPolicy"] = "ClusterFirstWithHostNet"
     head_task = ann.get("rlark.io/ray-head-task-name") or name
+    kind = workload_kind(task)
+    kind = kind if kind in WORKLOAD_PLURALS else "StatefulSet"
+    spec = {"selector": {"matchLabels": {"app": name}}, "template": template}
+    if kind != "DaemonSet":
+        spec["replicas"] = replicas_of(workload)
+    if kind == "StatefulSet":
+        spec["serviceName"] = "%s-ray-head" % head_task
+        spec["podManagementPolicy"] = "OrderedReady"
     return {
         "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
+        "kind": kind,
         "metadata": {
             "name": name,
             "namespace": SYSTEM_NS,
@@ -172,13 +194,7 @@ def build_statefulset(task, privileged=True):
                 "rlark.io/management-task-resource-version": meta.get("resourceVersion", ""),
             },
         },
-        "spec": {
-            "replicas": replicas_of(workload),
-            "serviceName": "%s-ray-head" % head_task,
-            "podManagementPolicy": "OrderedReady",
-            "selector": {"matchLabels": {"app": name}},
-            "template": template,
-        },
+        "spec": spec,
     }
 
 
@@ -398,7 +414,7 @@ class Agent:
         if kind not in ("StatefulSet", "Deployment", "DaemonSet"):
             self.set_status(task, "Pending", "unknown workload kind %s" % kind, None)
             return
-        want = build_statefulset(task, privileged=self.privileged)
+        want = build_workload(task, privileged=self.privileged)
         try:
             try:
                 self.apply_workload(task, want)
@@ -408,7 +424,7 @@ class Agent:
                 # kube-apiserver started without --allow-privileged: keep going, say why once.
                 log.warning("API server forbids privileged containers (start it with --allow-privileged=true)")
                 self.privileged = False
-                want = build_statefulset(task, privileged=False)
+                want = build_workload(task, privileged=False)
                 self.apply_workload(task, want)
             self.apply_pvcs(task)
         except ApiError as exc:
@@ -416,15 +432,26 @@ class Agent:
                 self.set_status(task, "Pending", "invalid workload: %s" % exc.message, None)
                 return
             raise
-        replicas = replicas_of(workload)
         pod_spec = want["spec"]["template"]["spec"]
+        if kind == "DaemonSet":
+            # One pod per node that is Online, schedulable and matches; stop is ignored.
+            replicas = sum(
+                1
+                for n in self.node_index.nodes_in(meta["namespace"])
+                if ineligibility(n, pod_spec, {}, [], self.cr_only) is None
+            )
+        else:
+            replicas = replicas_of(workload)
         keep, remove = [], []
         for pod in pods:
             (keep if 0 <= ordinal_of(pod) < replicas else remove).append(pod)
         # A pod already terminating keeps terminating even if the Task scales back up (a new one follows).
         self.retire(remove + [p for p in keep if ANN_STOPPING in _ann(p)])
         if replicas == 0:
-            self.set_status(task, "Stopped", None, None)
+            if kind == "DaemonSet":
+                self.set_status(task, "Pending", "daemonset has no eligible node", None)
+            else:
+                self.set_status(task, "Stopped", None, None)
             return
         message = self.place(task, pod_spec, keep, replicas)
         running = [p for p in self.pods_of(task) if (p.get("status") or {}).get("phase") == "Running"]
@@ -432,6 +459,11 @@ class Agent:
         if len(running) >= replicas:
             nodes = [p["status"]["node"] for p in sorted(running, key=ordinal_of)]
             self.set_status(task, "Running", None, nodes)
+        elif kind == "Deployment":
+            # RLark reads "not fully ready with unavailable > 0" as Failed, start-up included.
+            self.set_status(task, "Failed", "deployment replicas unavailable %d" % (replicas - len(running)), None)
+        elif kind == "DaemonSet":
+            self.set_status(task, "Failed", "daemonset pods unavailable", None)
         else:
             self.set_status(task, "Pending", message or "waiting for %d/%d replicas" % (len(running), replicas), None)
 
@@ -440,15 +472,17 @@ class Agent:
 
     def apply_workload(self, task, want):
         name = task["metadata"]["name"]
-        have = self.sts.get(SYSTEM_NS, name)
-        path = core_path("apps/v1", "statefulsets", SYSTEM_NS)
+        plural = WORKLOAD_PLURALS[want["kind"]]
+        path = core_path("apps/v1", plural, SYSTEM_NS)
+        have = self.sts.get(SYSTEM_NS, name) if plural == "statefulsets" else None
         if have is None:
-            have = self.kube.get_or_none(core_path("apps/v1", "statefulsets", SYSTEM_NS, name))
+            have = self.kube.get_or_none(core_path("apps/v1", plural, SYSTEM_NS, name))
         if have is None:
             created = self.kube.create_if_missing(path, want)
             if created:
-                log.info("created statefulset %s/%s", SYSTEM_NS, name)
-                self.sts.put(created)
+                log.info("created %s %s/%s", want["kind"], SYSTEM_NS, name)
+                if plural == "statefulsets":
+                    self.sts.put(created)
         else:
             hann = have["metadata"].get("annotations") or {}
             if hann.get("rlark.io/management-task-namespace") != task["metadata"]["namespace"]:
@@ -457,10 +491,12 @@ class Agent:
             elif hann.get("rlark.io/management-task-resource-version") != task["metadata"]["resourceVersion"]:
                 body = copy.deepcopy(have)
                 body["metadata"]["annotations"] = dict(hann, **want["metadata"]["annotations"])
-                body["spec"]["replicas"] = want["spec"]["replicas"]
+                if "replicas" in want["spec"]:
+                    body["spec"]["replicas"] = want["spec"]["replicas"]
                 body["spec"]["template"] = want["spec"]["template"]
-                updated = self.kube.replace(core_path("apps/v1", "statefulsets", SYSTEM_NS, name), body)
-                self.sts.put(updated)
+                updated = self.kube.replace(core_path("apps/v1", plural, SYSTEM_NS, name), body)
+                if plural == "statefulsets":
+                    self.sts.put(updated)
         key = (task["metadata"]["namespace"], name)
         if is_head(task) and key not in self._ensured:
             self.kube.create_if_missing(core_path("v1", "services", SYSTEM_NS), build_head_service(task))
@@ -629,13 +665,15 @@ class Agent:
         if FINALIZER not in (meta.get("finalizers") or []):
             return
         name, ns = meta["name"], meta["namespace"]
-        sts = self.kube.get_or_none(core_path("apps/v1", "statefulsets", SYSTEM_NS, name))
-        if (
-            sts is not None
-            and (sts["metadata"].get("annotations") or {}).get("rlark.io/management-task-namespace") == ns
-        ):
-            self.kube.delete(core_path("apps/v1", "statefulsets", SYSTEM_NS, name))
-            self.sts.forget(SYSTEM_NS, name)
+        for plural in WORKLOAD_PLURALS.values():
+            obj = self.kube.get_or_none(core_path("apps/v1", plural, SYSTEM_NS, name))
+            owner_ns = ((obj or {}).get("metadata", {}).get("annotations") or {}).get(
+                "rlark.io/management-task-namespace"
+            )
+            if obj is not None and owner_ns == ns:
+                self.kube.delete(core_path("apps/v1", plural, SYSTEM_NS, name))
+                if plural == "statefulsets":
+                    self.sts.forget(SYSTEM_NS, name)
         svc = self.kube.get_or_none(core_path("v1", "services", SYSTEM_NS, "%s-ray-head" % name))
         if svc is not None and (svc["metadata"].get("annotations") or {}).get("rlark.io/management-task-namespace") in (
             ns,

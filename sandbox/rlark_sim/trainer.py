@@ -13,7 +13,7 @@ import zipfile
 from io import BytesIO
 
 from . import layouts
-from .agent import ANN_STOPPING, LOCAL_NAME_LABEL, TASK_NAME_LABEL, is_head, ordinal_of, replicas_of, workload_of
+from .agent import ANN_STOPPING, LOCAL_NAME_LABEL, TASK_NAME_LABEL, effective_stopped, is_head, ordinal_of, workload_of
 from .overrides import TrainerConfig, container_env, parse_overrides
 from .storage import resolve_path
 
@@ -303,8 +303,7 @@ class TrainerManager:
             task = self.tasks.get(meta.get("namespace"), (meta.get("labels") or {}).get(TASK_NAME_LABEL))
             if task is None or task["metadata"].get("deletionTimestamp"):
                 continue
-            workload = workload_of(task)
-            if workload is None or replicas_of(workload) == 0 or ANN_STOPPING in (meta.get("annotations") or {}):
+            if workload_of(task) is None or effective_stopped(task) or ANN_STOPPING in (meta.get("annotations") or {}):
                 continue  # replicas 0: the trainer is killed at once, before the Pod CR goes
             uid = meta["name"]
             live.add(uid)

@@ -362,6 +362,58 @@ def test_renamed_template_freezes_the_job_like_rlarks_nil_status_panic(api, jobs
     assert tasks_of(api, name)[name + "-actor"]["spec"]["kubernetes"]["workload"]["replicas"] == 1
 
 
+def with_kind(tpl, kind):
+    tpl["kubernetes"]["workload"]["kind"] = kind
+    return tpl
+
+
+def test_deployment_short_of_replicas_turns_a_running_job_failed(api, apps, jobs):
+    actor = template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True)
+    rollout = with_kind(template("rollout", {"kubernetes.io/hostname": "a100-02,a100-03"}, replicas=2), "Deployment")
+    name = jobs("deploy", [actor, rollout])
+    wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
+    assert apps.read_namespaced_deployment(name + "-rollout", "rlark-system").spec.replicas == 2
+    rollout["kubernetes"]["workload"]["replicas"] = 3  # two eligible nodes only
+    merge_patch_job(api, name, {"spec": {"tasks": [actor, rollout]}})
+    task = wait_for(
+        lambda: (
+            tasks_of(api, name)[name + "-rollout"]["status"].get("phase") == "Failed"
+            and tasks_of(api, name)[name + "-rollout"]
+        ),
+        what="deployment task Failed",
+    )
+    assert task["status"]["message"] == "deployment replicas unavailable 1"
+    wait_for(lambda: job_phase(api, name) == "Failed", what="job Failed")
+    job = get_job(api, name)
+    assert job["status"].get("endTime")
+    merge_patch_job(api, name, {"spec": {"stopped": True}})  # terminal: ignored
+    time.sleep(2)
+    assert job_phase(api, name) == "Failed"
+    assert tasks_of(api, name)[name + "-rollout"]["spec"]["kubernetes"]["workload"]["replicas"] == 3
+
+
+def test_daemonset_ignores_stop(sandbox, api, apps, jobs):
+    env = with_kind(template("env", {"rlinf.io/pool": "rollout"}), "DaemonSet")
+    name = jobs("dset", [template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True), env])
+    wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
+    pods = pod_crs(api, name + "-env")
+    nodes = api.list_namespaced_custom_object(
+        GROUP, VERSION, "rlark-a100", "nodes", label_selector="rlinf.io/pool=rollout"
+    )
+    eligible = sorted(
+        n["metadata"]["name"]
+        for n in nodes["items"]
+        if n["status"].get("phase") == "Online" and not n.get("spec", {}).get("unschedulable")
+    )
+    assert sorted(p["status"]["node"] for p in pods) == eligible
+    assert apps.read_namespaced_daemon_set(name + "-env", "rlark-system")
+    merge_patch_job(api, name, {"spec": {"stopped": True}})
+    wait_for(lambda: job_phase(api, name) == "Stopped", what="job Stopped")
+    wait_for(lambda: not pod_crs(api, name + "-actor"), timeout=20, what="StatefulSet pods gone")
+    assert len(pod_crs(api, name + "-env")) == len(eligible)
+    assert tasks_of(api, name)[name + "-env"]["status"]["phase"] == "Running"
+
+
 def test_job_delete_cascades_to_tasks_workloads_and_pod_crs(api, apps, jobs):
     name = jobs("casc", [template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True)])
     wait_for(lambda: job_phase(api, name) == "Running", what="job Running")

@@ -103,7 +103,7 @@ def task(selector, head=False, volumes=None, mounts=None, storage_map=None):
 
 
 def test_statefulset_mutations():
-    sts = agent.build_statefulset(task({"rlinf.io/pool": "rollout", "kubernetes.io/hostname": "a,b"}))
+    sts = agent.build_workload(task({"rlinf.io/pool": "rollout", "kubernetes.io/hostname": "a,b"}))
     pod = sts["spec"]["template"]["spec"]
     main = pod["containers"][0]
     assert main["command"] == ["bash", "/rlark/scripts/ray_worker.sh"]
@@ -117,13 +117,13 @@ def test_statefulset_mutations():
     assert sts["spec"]["selector"]["matchLabels"] == {"app": "demo-x"} == sts["spec"]["template"]["metadata"]["labels"]
     env = {e["name"]: e.get("value") for e in main["env"]}
     assert env["RLARK_HEAD_ADDRESS"] == "demo-a-ray-head"
-    head = agent.build_statefulset(task({}, head=True))["spec"]["template"]["spec"]
+    head = agent.build_workload(task({}, head=True))["spec"]["template"]["spec"]
     assert head["containers"][0]["command"] == ["bash", "/rlark/scripts/ray_head.sh"]
     assert "hostNetwork" not in head and head["nodeSelector"] == {"old": "x"}
 
 
 def test_comma_keys_are_ored_like_rlark():
-    pod = agent.build_statefulset(task({"a": "1,2", "b": "3,4"}))["spec"]["template"]["spec"]
+    pod = agent.build_workload(task({"a": "1,2", "b": "3,4"}))["spec"]["template"]["spec"]
     assert agent.node_matches(pod, {"a": "1", "old": "x"})  # only one comma key matches: still eligible
     assert agent.node_matches(pod, {"b": "4", "old": "x"})
     assert not agent.node_matches(pod, {"a": "9", "b": "9", "old": "x"})
@@ -142,7 +142,7 @@ def node(name, phase="Online", unschedulable=False, gpu="8", used="0", labels=No
 
 
 def test_eligibility_reasons_and_resources():
-    pod = agent.build_statefulset(task({"kubernetes.io/hostname": "n1"}))["spec"]["template"]["spec"]
+    pod = agent.build_workload(task({"kubernetes.io/hostname": "n1"}))["spec"]["template"]["spec"]
     req = agent.pod_requests(pod)
     assert req == {"nvidia.com/gpu": 2}
     cr_only = agent.DEFAULT_CR_ONLY_LABELS
@@ -156,7 +156,7 @@ def test_eligibility_reasons_and_resources():
 
 
 def test_cr_only_labels_are_invisible_to_the_scheduler():
-    pod = agent.build_statefulset(task({"rlark.io/cluster-id": "rlark-a100"}))["spec"]["template"]["spec"]
+    pod = agent.build_workload(task({"rlark.io/cluster-id": "rlark-a100"}))["spec"]["template"]["spec"]
     n = node("n1", labels={"rlark.io/cluster-id": "rlark-a100"})
     assert agent.ineligibility(n, pod, {}, [], agent.DEFAULT_CR_ONLY_LABELS) is not None
     assert agent.ineligibility(n, pod, {}, [], ()) is None
