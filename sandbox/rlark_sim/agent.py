@@ -390,7 +390,7 @@ class Agent:
                 else:
                     self.reconcile(task, pods_by_task.get(key, []))
             except ApiError as exc:
-                if exc.status != 409:
+                if exc.status not in (404, 409):  # deleted or changed meanwhile: next pass
                     log.warning("task %s/%s: %s", key[0], key[1], exc)
             except Exception:
                 log.exception("task %s/%s: reconcile failed", key[0], key[1])

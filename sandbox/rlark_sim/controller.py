@@ -197,7 +197,7 @@ class Controller:
             try:
                 self.reconcile(job)
             except ApiError as exc:
-                if exc.status != 409:
+                if exc.status not in (404, 409):  # deleted or changed meanwhile: next pass
                     log.warning("job %s: %s", job["metadata"]["name"], exc)
             except Exception:
                 log.exception("job %s: reconcile failed", job["metadata"]["name"])
