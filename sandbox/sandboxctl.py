@@ -313,6 +313,8 @@ def reuse(lay, state, args):
     if not (alive.get("etcd") and alive.get("kube-apiserver") and api_ready(lay, state)):
         return False
     write_configs(lay, state)  # cheap; restores kubeconfigs/env if someone removed them
+    if args.crds is None:  # no explicit choice: keep the running set (e.g. `up` only to revive rlark-sim)
+        args.crds = state["crds"]
     api = admin_api(lay, state)
     try:
         if state["crds"] != args.crds or bootstrap.live_crd_set(api) != args.crds:
@@ -348,6 +350,8 @@ def sim_argv(args):
 
 
 def fresh_start(lay, args):
+    if args.crds is None:
+        args.crds = os.environ.get("SANDBOX_CRDS") or "project"
     for d in (lay.dir, lay.nodes, lay.logs, lay.service_logs):
         os.makedirs(d, exist_ok=True)
     crd_docs = bootstrap.load_crds(bootstrap.crd_files(args.crds, PROJECT_CRDS, UPSTREAM_CRDS), args.crds)
@@ -470,7 +474,12 @@ def main(argv=None):
     parser.add_argument("--dir", default=os.environ.get("RLARK_SANDBOX_DIR") or os.path.join(ROOT, ".sandbox"))
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_up = sub.add_parser("up", help="start or reuse the sandbox")
-    p_up.add_argument("--crds", choices=["project", "upstream"], default=os.environ.get("SANDBOX_CRDS") or "project")
+    p_up.add_argument(
+        "--crds",
+        choices=["project", "upstream"],
+        default=os.environ.get("SANDBOX_CRDS") or None,
+        help="CRD set (default: $SANDBOX_CRDS; else the running sandbox's set, or project for a fresh start)",
+    )
     p_up.add_argument("--no-sim", action="store_true", help="do not start rlark-sim (e.g. to run real RLark parts)")
     p_up.add_argument(
         "--sim-args", default=os.environ.get("RLARK_SIM_ARGS", ""), help='extra rlark-sim flags, e.g. "--no-controller"'

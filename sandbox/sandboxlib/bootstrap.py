@@ -95,6 +95,8 @@ def install_crds(api, docs, timeout=60.0):
         time.sleep(0.2)
     if changed:
         time.sleep(1.0)  # the CRD handler swaps its storage/schema asynchronously after an update
+        for doc in docs:  # lists answer 429 while the new storage initializes (request() waits it out)
+            api.call("GET", "/apis/%s/v1alpha1/%s?limit=1" % (GROUP, doc["spec"]["names"]["plural"]))
     return changed
 
 

@@ -3,6 +3,7 @@
 import http.client
 import json
 import ssl
+import time
 import urllib.parse
 
 
@@ -27,8 +28,19 @@ class KubeApi:
             self._conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=self.timeout)
         return self._conn
 
-    def request(self, method, path, body=None, content_type="application/json"):
-        """(status, decoded body); retries once on a dropped keep-alive connection."""
+    def request(self, method, path, body=None, content_type="application/json", retry_429_s=20.0):
+        """(status, decoded body); retries a dropped keep-alive connection once, and 429 for a while.
+
+        429 "storage is (re)initializing" follows every CRD create/update for a moment.
+        """
+        deadline = time.monotonic() + retry_429_s
+        while True:
+            status, data, retry_after = self._request_once(method, path, body, content_type)
+            if status != 429 or time.monotonic() + retry_after > deadline:
+                return status, data
+            time.sleep(retry_after)
+
+    def _request_once(self, method, path, body, content_type):
         payload = None if body is None else json.dumps(body).encode()
         headers = {"Authorization": "Bearer " + self.token, "Accept": "application/json"}
         if payload is not None:
@@ -48,7 +60,11 @@ class KubeApi:
             data = json.loads(raw) if raw else {}
         except ValueError:
             data = {"message": raw.decode(errors="replace")}
-        return resp.status, data
+        try:
+            retry_after = min(float(resp.getheader("Retry-After") or 0.5), 2.0)
+        except ValueError:
+            retry_after = 0.5
+        return resp.status, data, max(retry_after, 0.2)
 
     def call(self, method, path, body=None, ok=(200, 201), **kw):
         status, data = self.request(method, path, body, **kw)

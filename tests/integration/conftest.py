@@ -1,9 +1,9 @@
 """Integration-test fixtures: the live sandbox (real kube-apiserver + etcd, versitygw S3, rlark-sim).
 
-`sandbox` (session): reuses a running sandbox whose CRD set matches `--sandbox-crds`; otherwise starts
-one (or switches the running one's CRDs in place) and, at session end, undoes only what it did:
-stops a sandbox it started, switches back CRDs it switched. Set RLARK_SANDBOX_KEEP=1 to leave a
-started sandbox running. RLARK_SANDBOX_DIR selects another state dir (an isolated sandbox).
+`sandbox` (session): reuses the sandbox running in the state dir (.sandbox, or $RLARK_SANDBOX_DIR) when
+its CRD set matches `--sandbox-crds`. When it runs with the other set, the fixture uses a second,
+isolated sandbox in <state dir>/alt-<set> instead of switching CRDs under other sessions' feet. A
+sandbox the fixture started is stopped at session end (unless RLARK_SANDBOX_KEEP=1).
 """
 
 import json
@@ -90,12 +90,15 @@ def sandbox(request):
     )
     if build.returncode != 0:
         pytest.fail("sandbox build failed:\n%s%s" % (build.stdout, build.stderr))
-    before = running_crds(state_dir)
+    running = running_crds(state_dir)
+    if running is not None and running != crds:
+        # Never switch the CRDs of a sandbox other sessions may be using: run a second, isolated sandbox
+        # (own ports, own nodes/ and logs/) inside the state dir for the other set.
+        state_dir = os.path.join(state_dir, "alt-" + crds)
+        running = running_crds(state_dir)
     started = sandboxctl(state_dir, "up", "--crds", crds)
     if started.returncode != 0:
         pytest.fail("sandbox up failed:\n%s%s" % (started.stdout, started.stderr))
     yield Sandbox(state_dir)
-    if before is None and not os.environ.get("RLARK_SANDBOX_KEEP"):
+    if running is None and not os.environ.get("RLARK_SANDBOX_KEEP"):
         sandboxctl(state_dir, "down")
-    elif before is not None and before != crds:
-        sandboxctl(state_dir, "up", "--crds", before)
