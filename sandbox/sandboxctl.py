@@ -18,6 +18,7 @@ import os
 import secrets
 import shlex
 import shutil
+import signal
 import string
 import sys
 import time
@@ -470,6 +471,7 @@ def status(lay, _args):
 
 
 def main(argv=None):
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `sandboxctl.py status | head` ends quietly
     parser = argparse.ArgumentParser(description="local RLark sandbox")
     parser.add_argument("--dir", default=os.environ.get("RLARK_SANDBOX_DIR") or os.path.join(ROOT, ".sandbox"))
     sub = parser.add_subparsers(dest="cmd", required=True)
