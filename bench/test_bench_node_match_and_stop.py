@@ -55,7 +55,9 @@ def ctl(state_dir, *args):
 @pytest.fixture(scope="module")
 def bench_sandbox():
     """A sandbox of its own (so 10,000 Node CRs never reach the shared one), stopped afterwards."""
-    build = subprocess.run(["bash", os.path.join(ROOT, "sandbox", "build.sh")], capture_output=True, text=True)
+    build = subprocess.run(
+        ["bash", os.path.join(ROOT, "sandbox", "build.sh")], capture_output=True, text=True, check=False
+    )
     assert build.returncode == 0, build.stderr
     ensure_collection_link()
     state_dir = tempfile.mkdtemp(prefix="rlark-bench-")
@@ -230,7 +232,9 @@ def playbook_peak_rss(playbook, env):
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
     )
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local"]
-    proc = subprocess.run([sys.executable, "-c", code, *cmd, playbook], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *cmd, playbook], env=env, capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return int(proc.stdout.strip())
 
@@ -244,7 +248,9 @@ def core_peak_rss(kubeconfig, job):
         "node_match({'job': json.loads(sys.argv[1]), 'kubeconfig': sys.argv[2], 'fail_on_findings': False})\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n" % os.path.join(ROOT, ".build", "collections")
     )
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(job), kubeconfig], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(job), kubeconfig], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return int(proc.stdout.strip())
 
@@ -268,7 +274,7 @@ def test_bench_node_match_vs_kubectl(bench_sandbox):
     run_task(playbook, env)
     module_times, kubectl_times, kubectl_rss = [], [], 0
     result = None
-    for _ in range(ROUNDS):
+    for _round in range(ROUNDS):
         seconds, result = run_task(playbook, env)
         module_times.append(seconds)
         loop = kubectl_loop(kubeconfig, selectors)

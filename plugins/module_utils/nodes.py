@@ -57,7 +57,7 @@ def fetch_node_matches(client, label_selectors, connections=MAX_CONNECTIONS):
     if len(lanes) <= 1:
         run(client, wanted)
     else:
-        twins = [client] + [client.fork() for _ in lanes[1:]]
+        twins = [client] + [client.fork() for _lane in lanes[1:]]
         threads = [threading.Thread(target=run, args=(twin, lane)) for twin, lane in zip(twins, lanes)]
         for thread in threads:
             thread.start()

@@ -42,15 +42,17 @@ ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbo
 
 
 def unique(prefix="h3"):
-    return "%s-%s" % (prefix, "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(6)))
+    return "%s-%s" % (prefix, "".join(random.choice(string.ascii_lowercase + string.digits) for _i in range(6)))
 
 
 def admin_client(sandbox, timeout=120):
     return client_from_params({"kubeconfig": sandbox.kubeconfig}, timeout=timeout)
 
 
-def run_module(sandbox, module, args, check=False, diff=False, kubeconfig="operator", env=None, task_env=None):
-    """Run one module task with ansible-playbook; returns (registered result, stdout).
+def run_module(
+    sandbox, module, args, check=False, diff=False, kubeconfig="operator", env=None, task_env=None, with_stdout=False
+):
+    """Run one module task with ansible-playbook; returns its registered result (and stdout if asked).
 
     ``env`` goes to ansible-playbook's process; ``task_env`` becomes the task's ``environment``.
     """
@@ -87,11 +89,17 @@ def run_module(sandbox, module, args, check=False, diff=False, kubeconfig="opera
     cmd += ["--check"] if check else []
     cmd += ["--diff"] if diff else []
     proc = subprocess.run(
-        cmd, env=ansible_env(dict(sandbox.env(), **(env or {}))), capture_output=True, text=True, timeout=900
+        cmd,
+        env=ansible_env(dict(sandbox.env(), **(env or {}))),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert os.path.exists(out), "ansible-playbook failed:\n%s\n%s" % (proc.stdout, proc.stderr)
     with open(out) as handle:
-        return json.load(handle), proc.stdout
+        result = json.load(handle)
+    return (result, proc.stdout) if with_stdout else result
 
 
 def demo_job(name, stopped=False):
@@ -170,7 +178,7 @@ def wait_until(predicate, timeout=90, interval=0.5):
 def running_job(sandbox, cleanup):
     name = unique()
     cleanup.append(name)
-    result, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name), "wait": True, "wait_timeout": 180})
+    result = run_module(sandbox, "rlark_job", {"definition": demo_job(name), "wait": True, "wait_timeout": 180})
     assert result["changed"] and not result.get("failed"), result.get("msg")
     assert len(result["tasks"]) == 3 and {t["status"]["phase"] for t in result["tasks"]} == {"Running"}
     return name

@@ -111,11 +111,11 @@ FAULTS = ["503", "503", "reset", "429:2"]
 def test_stop_survives_503_twice_a_reset_and_429(sandbox, cleanup):
     name = unique()
     cleanup.append(name)
-    created, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
+    created = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
     assert created["changed"], created.get("msg")
     with FaultProxy(sandbox.server, sandbox.ca_cert, FAULTS) as proxy:
         started = time.monotonic()
-        result, _ = run_module(
+        result = run_module(
             sandbox,
             "rlark_job",
             {"name": name, "state": "stopped", "host": proxy.url, "api_key": sandbox.operator_token},

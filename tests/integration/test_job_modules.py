@@ -35,14 +35,14 @@ cleanup = support.cleanup
 def test_create_twice_second_unchanged_and_check_mode_creates_nothing(sandbox, cleanup):
     name = unique()
     cleanup.append(name)
-    result, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name)}, check=True)
+    result = run_module(sandbox, "rlark_job", {"definition": demo_job(name)}, check=True)
     assert result["changed"] and result["action"] == "created", result.get("msg")
     client = admin_client(sandbox)
     assert jobs_core.get_job(client, name) is None  # --check wrote nothing (server dry run)
-    first, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
+    first = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
     assert first["changed"] and first["action"] == "created"
     assert jobs_core.get_job(client, name)["metadata"]["uid"]
-    second, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
+    second = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
     assert not second["changed"] and second["action"] == "unchanged"
     assert second["api_calls"] - second["api_retries"] == 3  # job, tasks, pods
 
@@ -52,7 +52,7 @@ def test_unknown_field_is_rejected_with_its_path(sandbox, cleanup):
     cleanup.append(name)
     job = demo_job(name)
     job["spec"]["tasks"][1]["kubernetes"]["workload"]["replica"] = 2
-    result, _ = run_module(sandbox, "rlark_job", {"definition": job})
+    result = run_module(sandbox, "rlark_job", {"definition": job})
     assert result["failed"]
     assert 'unknown field "spec.tasks[1].kubernetes.workload.replica"' in result["msg"]
     assert result["status"]["code"] == 400
@@ -65,7 +65,11 @@ def test_stop_waits_for_pod_crs_then_stop_twice_unchanged_then_start(sandbox, cl
     client = admin_client(sandbox)
     assert jobs_core.read_tree(client, name)["pods"], "the sim should have created Pod CRs"
     result, stdout = run_module(
-        sandbox, "rlark_job", {"name": name, "state": "stopped", "wait": True, "wait_timeout": 180}, diff=True
+        sandbox,
+        "rlark_job",
+        {"name": name, "state": "stopped", "wait": True, "wait_timeout": 180},
+        diff=True,
+        with_stdout=True,
     )
     assert result["changed"] and result["action"] == "stopped", result.get("msg")
     # Right after the module returns: replicas 0 everywhere and no Pod CR of the Job left.
@@ -78,9 +82,9 @@ def test_stop_waits_for_pod_crs_then_stop_twice_unchanged_then_start(sandbox, cl
     # --diff shows spec.stopped going from false to true, without server bookkeeping.
     assert re.search(r'^-\s+"stopped": false', stdout, re.M) and re.search(r'^\+\s+"stopped": true', stdout, re.M)
     assert "resourceVersion" not in json.dumps(result["diff"])
-    again, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"})
+    again = run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"})
     assert not again["changed"] and again["action"] == "unchanged"
-    started, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "started", "wait": True, "wait_timeout": 180})
+    started = run_module(sandbox, "rlark_job", {"name": name, "state": "started", "wait": True, "wait_timeout": 180})
     assert started["changed"] and started["action"] == "started"
     assert {t["status"]["phase"] for t in started["tasks"]} == {"Running"}
     assert jobs_core.get_job(client, name)["spec"]["stopped"] is False
@@ -89,14 +93,14 @@ def test_stop_waits_for_pod_crs_then_stop_twice_unchanged_then_start(sandbox, cl
 def test_two_concurrent_stops_exactly_one_changed(sandbox, cleanup):
     name = unique()
     cleanup.append(name)
-    result, _ = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
+    result = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
     assert result["changed"]
     results = []
 
     def stop():
-        results.append(run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"})[0])
+        results.append(run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"}))
 
-    threads = [threading.Thread(target=stop) for _ in range(2)]
+    threads = [threading.Thread(target=stop) for _i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
@@ -120,7 +124,7 @@ def test_concurrent_stops_race_on_the_core(sandbox, cleanup):
         outcomes.append(jobs_core.set_stopped(own, name, True)["changed"])
         own.close()
 
-    threads = [threading.Thread(target=stop) for _ in range(8)]
+    threads = [threading.Thread(target=stop) for _i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
@@ -130,12 +134,12 @@ def test_concurrent_stops_race_on_the_core(sandbox, cleanup):
 
 def test_delete_with_wait_leaves_no_task(sandbox, cleanup):
     name = running_job(sandbox, cleanup)
-    result, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "absent", "wait": True, "wait_timeout": 180})
+    result = run_module(sandbox, "rlark_job", {"name": name, "state": "absent", "wait": True, "wait_timeout": 180})
     assert result["changed"] and result["action"] == "deleted", result.get("msg")
     client = admin_client(sandbox)
     assert jobs_core.get_job(client, name) is None
     assert jobs_core.list_tasks(client, name) == []
-    again, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "absent"})
+    again = run_module(sandbox, "rlark_job", {"name": name, "state": "absent"})
     assert not again["changed"]
 
 
@@ -146,7 +150,7 @@ def test_delete_refused_while_agent_pvcs_would_go(sandbox, cleanup):
     pod = job["spec"]["tasks"][0]["kubernetes"]["workload"]["template"]["spec"]
     pod["volumes"].append({"name": "ckpt", "persistentVolumeClaim": {"claimName": ""}})
     run_module(sandbox, "rlark_job", {"definition": job})
-    result, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "absent"})
+    result = run_module(sandbox, "rlark_job", {"name": name, "state": "absent"})
     assert result["failed"] and result["findings"][0]["id"] == "job-delete-pvc"
     assert "pvc-%s-actor-ckpt" % name in result["msg"]
     assert jobs_core.get_job(admin_client(sandbox), name) is not None
@@ -158,11 +162,11 @@ def test_refusals_task_set_and_node_selector_change(sandbox, cleanup):
     run_module(sandbox, "rlark_job", {"definition": demo_job(name, stopped=True)})
     renamed = demo_job(name, stopped=True)
     renamed["spec"]["tasks"][2]["name"] = "envs"
-    result, _ = run_module(sandbox, "rlark_job", {"definition": renamed, "update": True})
+    result = run_module(sandbox, "rlark_job", {"definition": renamed, "update": True})
     assert result["failed"] and "job-task-set-change" in [f["id"] for f in result["findings"]]
     moved = demo_job(name, stopped=True)
     moved["spec"]["tasks"][1]["nodeSelector"] = {"rlinf.io/pool": "h100"}
-    result, _ = run_module(sandbox, "rlark_job", {"definition": moved, "update": True})
+    result = run_module(sandbox, "rlark_job", {"definition": moved, "update": True})
     assert result["failed"] and "job-node-selector-change" in [f["id"] for f in result["findings"]]
     live = jobs_core.get_job(admin_client(sandbox), name)
     assert [t["name"] for t in live["spec"]["tasks"]] == ["actor", "rollout", "env"]
@@ -175,9 +179,9 @@ def test_update_applies_other_changes_and_keeps_stopped(sandbox, cleanup):
     run_module(sandbox, "rlark_job", {"definition": demo_job(name, stopped=True)})
     changed = demo_job(name, stopped=False)
     changed["spec"]["tasks"][0]["prepareScript"] = "echo prepared"
-    refused, _ = run_module(sandbox, "rlark_job", {"definition": changed})
+    refused = run_module(sandbox, "rlark_job", {"definition": changed})
     assert refused["failed"] and "job-spec-differs" in [f["id"] for f in refused["findings"]]
-    result, _ = run_module(sandbox, "rlark_job", {"definition": changed, "update": True})
+    result = run_module(sandbox, "rlark_job", {"definition": changed, "update": True})
     assert result["changed"] and result["action"] == "updated", result.get("msg")
     live = jobs_core.get_job(admin_client(sandbox), name)
     assert live["spec"]["tasks"][0]["prepareScript"] == "echo prepared"
@@ -192,7 +196,7 @@ def test_frozen_succeeded_job_is_refused(sandbox, cleanup):
     path = resource_path("jobs", name, subresource="status")
     client.merge_patch(path, {"status": {"phase": "Succeeded"}})
     wait_until(lambda: jobs_core.job_phase(jobs_core.get_job(client, name)) == "Succeeded", timeout=10)
-    result, _ = run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"})
+    result = run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"})
     assert result["failed"] and result["findings"][0]["id"] == "job-terminal-phase"
     assert "Succeeded" in result["msg"]
     assert jobs_core.get_job(client, name)["spec"]["stopped"] is False
@@ -243,12 +247,12 @@ def rich_job(name):
 def test_copy_keeps_every_pod_field_and_never_touches_the_source(sandbox, cleanup):
     source_name, copy_name = unique(), unique()
     cleanup.extend([source_name, copy_name])
-    created, _ = run_module(sandbox, "rlark_job", {"definition": rich_job(source_name)})
+    created = run_module(sandbox, "rlark_job", {"definition": rich_job(source_name)})
     assert created["changed"], created.get("msg")
     client = admin_client(sandbox)
     source_before = jobs_core.get_job(client, source_name)
     step = "/data/rlinf/h3/%s/checkpoints/global_step_20" % source_name
-    result, _ = run_module(
+    result = run_module(
         sandbox, "rlark_job", {"copy_from": source_name, "name": copy_name, "resume_dir": step, "copy_stopped": True}
     )
     assert result["changed"] and result["action"] == "created", result.get("msg")
@@ -264,7 +268,7 @@ def test_copy_keeps_every_pod_field_and_never_touches_the_source(sandbox, cleanu
     assert copied["spec"]["tasks"][0]["runScript"].count("runner.resume_dir") == 1
     assert copied["metadata"]["labels"] == source_before["metadata"]["labels"]
     # Copy twice: unchanged.
-    again, _ = run_module(
+    again = run_module(
         sandbox, "rlark_job", {"copy_from": source_name, "name": copy_name, "resume_dir": step, "copy_stopped": True}
     )
     assert not again["changed"]
@@ -274,9 +278,7 @@ def test_viewer_gets_a_one_sentence_forbidden_error(sandbox, cleanup):
     name = unique()
     cleanup.append(name)
     run_module(sandbox, "rlark_job", {"definition": demo_job(name, stopped=True)})
-    result, _ = run_module(
-        sandbox, "rlark_job", {"name": name, "state": "started"}, kubeconfig=sandbox.kubeconfig_viewer
-    )
+    result = run_module(sandbox, "rlark_job", {"name": name, "state": "started"}, kubeconfig=sandbox.kubeconfig_viewer)
     assert result["failed"]
     assert result["status"]["code"] == 403 and result["status"]["reason"] == "Forbidden"
     assert "forbidden" in result["msg"] and "\n" not in result["msg"]
@@ -286,7 +288,7 @@ def test_viewer_gets_a_one_sentence_forbidden_error(sandbox, cleanup):
 
 def test_job_info_reads_tasks_pods_and_nodes(sandbox, cleanup):
     name = running_job(sandbox, cleanup)
-    result, _ = run_module(sandbox, "rlark_job_info", {"name": name}, kubeconfig=sandbox.kubeconfig_viewer)
+    result = run_module(sandbox, "rlark_job_info", {"name": name}, kubeconfig=sandbox.kubeconfig_viewer)
     assert not result["changed"] and len(result["resources"]) == 1
     entry = result["resources"][0]
     assert entry["job"]["metadata"]["name"] == name
@@ -295,5 +297,5 @@ def test_job_info_reads_tasks_pods_and_nodes(sandbox, cleanup):
     )
     assert len(entry["pods"]) == 4
     assert sorted(n["metadata"]["name"] for n in entry["nodes"]) == ["a100-01", "a100-02", "a100-03"]
-    by_label, _ = run_module(sandbox, "rlark_job_info", {"label_selectors": ["rlark-test=h3"], "nodes": False})
+    by_label = run_module(sandbox, "rlark_job_info", {"label_selectors": ["rlark-test=h3"], "nodes": False})
     assert name in [r["job"]["metadata"]["name"] for r in by_label["resources"]]

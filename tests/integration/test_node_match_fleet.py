@@ -70,7 +70,7 @@ CASES = [
 def all_cases(sandbox):
     """One module call proves every case (one task per case, named after its finding id)."""
     tasks = [dict(task, name=finding_id) for finding_id, task in CASES]
-    result, _ = run_module(sandbox, "rlark_node_match", {"selectors": tasks, "fail_on_findings": False})
+    result = run_module(sandbox, "rlark_node_match", {"selectors": tasks, "fail_on_findings": False})
     assert not result.get("failed"), result.get("msg")
     assert not result["changed"] and not result["ok"]
     return result
@@ -87,7 +87,7 @@ def test_each_finding_on_the_fleet(all_cases, index):
 
 def test_disk_pressure(sandbox, disk_pressure_node):
     task = {"name": "t", "selector": {"kubernetes.io/hostname": disk_pressure_node}}
-    result, _ = run_module(sandbox, "rlark_node_match", {"selectors": [task], "fail_on_findings": False})
+    result = run_module(sandbox, "rlark_node_match", {"selectors": [task], "fail_on_findings": False})
     assert [f["id"] for f in result["findings"]] == ["node-disk-pressure"]
     assert result["proof"]["tasks"][0]["matches"][0]["disk_pressure"] is True
 
@@ -95,7 +95,7 @@ def test_disk_pressure(sandbox, disk_pressure_node):
 def test_wrong_cluster_and_drift(sandbox):
     task = {"name": "actor", "selector": {"kubernetes.io/hostname": "h100-01"}, "head": True}
     args = {"selectors": [task], "cluster_id": "a100", "expected_nodes": {"actor": ["a100-01"]}}
-    result, _ = run_module(sandbox, "rlark_node_match", args)
+    result = run_module(sandbox, "rlark_node_match", args)
     assert result["failed"]
     assert sorted(f["id"] for f in result["findings"]) == ["selector-drift", "selector-wrong-cluster"]
     assert "selector-wrong-cluster" in result["msg"]
@@ -103,14 +103,14 @@ def test_wrong_cluster_and_drift(sandbox):
 
 def test_multi_cluster_proof_names_both_clusters(sandbox):
     task = {"name": "t", "selector": {"kubernetes.io/hostname": "dual-01"}}
-    result, _ = run_module(sandbox, "rlark_node_match", {"selectors": [task]})
+    result = run_module(sandbox, "rlark_node_match", {"selectors": [task]})
     assert result["failed"]  # fail_on_findings defaults to true
     assert result["proof"]["tasks"][0]["clusters"] == ["rlark-a100", "rlark-h100"]
 
 
 def test_one_call_proves_a_whole_job(sandbox):
     job = support.demo_job(unique())
-    result, _ = run_module(sandbox, "rlark_node_match", {"job": job, "cluster_id": "rlark-a100"}, kubeconfig="operator")
+    result = run_module(sandbox, "rlark_node_match", {"job": job, "cluster_id": "rlark-a100"}, kubeconfig="operator")
     assert not result.get("failed"), result.get("msg")
     proof = result["proof"]
     assert proof["api_server"] == sandbox.server
@@ -125,7 +125,7 @@ def test_one_call_proves_a_whole_job(sandbox):
 def test_remote_style_run_with_task_environment_uses_the_module(sandbox):
     """With a task ``environment`` the action plugin hands over to the module (K8S_AUTH_* honoured there)."""
     task = {"name": "t", "selector": {"kubernetes.io/hostname": "h100-01"}, "head": True}
-    result, _ = run_module(
+    result = run_module(
         sandbox,
         "rlark_node_match",
         {"selectors": [task]},
@@ -140,7 +140,7 @@ def test_remote_style_run_with_task_environment_uses_the_module(sandbox):
 def test_controller_side_run_reports_api_errors_as_one_sentence(sandbox):
     task = {"name": "t", "selector": {"kubernetes.io/hostname": "h100-01"}}
     args = {"selectors": [task], "host": sandbox.server, "api_key": "not-a-token", "ca_cert": sandbox.ca_cert}
-    result, _ = run_module(sandbox, "rlark_node_match", args, kubeconfig=None)
+    result = run_module(sandbox, "rlark_node_match", args, kubeconfig=None)
     assert result["failed"] and result["status"]["code"] == 401
     assert result["msg"].startswith("The API server rejected GET /apis/rlinf.io/v1alpha1/nodes with 401")
     assert "not-a-token" not in json.dumps(result)
