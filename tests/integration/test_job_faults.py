@@ -7,6 +7,7 @@ over TLS with the caller's Authorization header, and answers a scripted list of 
 503 twice, a dropped connection (TCP reset), then 429 with Retry-After.
 """
 
+import contextlib
 import http.client
 import http.server
 import json
@@ -147,3 +148,74 @@ def test_create_through_a_reset_after_apply_is_not_duplicated(sandbox, cleanup):
     calls = [(method, outcome) for method, _path, outcome in proxy.log]
     assert calls == [("GET", "503"), ("GET", "forward"), ("POST", "forward-then-reset"), ("GET", "forward")]
     assert client.retries == 2
+
+
+class ConnectProxy:
+    """A minimal HTTP CONNECT proxy on 127.0.0.1 that records the tunnels it opens."""
+
+    def __init__(self):
+        self.tunnels = []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_CONNECT(self):
+                host, port = self.path.rsplit(":", 1)
+                proxy.tunnels.append(self.path)
+                upstream = socket.create_connection((host, int(port)), timeout=30)
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                self.close_connection = True
+                pipe(self.connection, upstream)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.server.server_port
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def pipe(client_sock, upstream):
+    """Copy bytes both ways until either side closes."""
+
+    def copy_bytes(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    other = threading.Thread(target=copy_bytes, args=(upstream, client_sock), daemon=True)
+    other.start()
+    copy_bytes(client_sock, upstream)
+    other.join(timeout=5)
+
+
+def test_proxy_option_tunnels_and_no_proxy_bypasses(sandbox):
+    server = urlsplit(sandbox.server)
+    with ConnectProxy() as proxy:
+        result = run_module(sandbox, "rlark_job_info", {"name": "no-such-job", "proxy": proxy.url})
+        assert not result.get("failed"), result.get("msg")
+        assert result["resources"] == []
+        assert proxy.tunnels == ["%s:%d" % (server.hostname, server.port)]
+        bypass = run_module(
+            sandbox, "rlark_job_info", {"name": "no-such-job", "proxy": proxy.url, "no_proxy": server.hostname}
+        )
+        assert not bypass.get("failed"), bypass.get("msg")
+        assert len(proxy.tunnels) == 1  # no second tunnel: the host is in no_proxy

@@ -7,6 +7,8 @@ import os
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -152,3 +154,32 @@ def test_resume_without_head_or_site_is_an_error():
     src["spec"]["tasks"][0]["runScript"] = "bash /opt/run.sh"
     _entries, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
     assert [f["id"] for f in found] == ["resume-no-override-site"]
+
+
+OVERRIDE_FORMS = st.sampled_from(
+    [
+        "runner.resume_dir=/a/global_step_1",
+        "+runner.resume_dir=/b/global_step_2",
+        "++runner.resume_dir=/c/global_step_3",
+        "'++runner.resume_dir=/d x/global_step_4'",
+        'runner.resume_dir="/e/global_step_5"',
+    ]
+)
+OTHER_TOKENS = st.sampled_from(
+    ["runner.max_steps=9", "actor.lr=1e-5", "--config-name ppo", "2>&1", "| tee log", "\\\n "]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(OVERRIDE_FORMS, OTHER_TOKENS), max_size=8))
+def test_exactly_one_resume_override_whatever_the_script_had(tokens):
+    script = "cd /w && python train.py " + " ".join(tokens)
+    out = resume.set_resume_override(script, STEP)
+    assert out.count("runner.resume_dir") == 1
+    assert "++runner.resume_dir=" + STEP in out
+    # Everything that was not an override survives in order.
+    kept = [t.strip() for t in tokens if "resume_dir" not in t]
+    rest = out.replace("++runner.resume_dir=" + STEP, "")
+    position = 0
+    for token in kept:
+        position = rest.index(token, position)
