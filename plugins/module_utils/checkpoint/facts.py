@@ -30,7 +30,7 @@ class StepFacts:
         self.files = 0
         self.bytes = 0
         self.newest = None
-        self.entries = {}  # relpath -> (size, mtime), interesting files only
+        self.entries = {}  # relpath -> mtime, interesting files only
         self.dirs = set()  # relpaths of directories (local) or key prefixes (S3)
         self.leftovers = []  # relpaths of *.tmp files (interrupted atomic writes)
         self.errors = []  # unreadable subdirectories / files
@@ -46,7 +46,7 @@ class StepFacts:
             self.keep(rel, size, mtime)
 
     def keep(self, rel, size, mtime):
-        self.entries[rel] = (size, mtime)
+        self.entries[rel] = mtime
         if rel.endswith(".tmp"):
             self.leftovers.append(rel)
 

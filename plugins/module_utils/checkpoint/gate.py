@@ -149,7 +149,9 @@ def detect_backend(facts, children):
             for n in names:
                 if L.ITER_DIR.match(n):
                     inner = children.get("%s/%s" % (comp, n), ())
-                    if any(x.endswith(".distcp") or x in ("common.pt", "metadata.json") for x in inner):
+                    if "common.pt" in inner or "metadata.json" in inner or ".metadata" in inner:
+                        return "megatron_torch_dist"
+                    if not any(x.startswith("mp_rank_") for x in inner) and any(x.endswith(".distcp") for x in inner):
                         return "megatron_torch_dist"
             return "megatron"
     fsdp_dirs = ("actor/dcp_checkpoint", "actor/local_shard_checkpoint", "actor/model_state_dict", "actor/actor_policy")
@@ -182,8 +184,13 @@ def step_features(facts, children, backend):
     if backend == "megatron_torch_dist":
         feats.add("torch_dist")
     if backend.startswith("megatron"):
-        if any(rel.endswith("/distrib_optim.pt") for rel in facts.entries):
-            feats.add("dist_opt")
+        for comp in ("actor", "critic"):
+            for it in children.get(comp, ()):
+                if L.ITER_DIR.match(it):
+                    base = "%s/%s/" % (comp, it)
+                    entries = facts.entries
+                    if any(base + mp + "/distrib_optim.pt" in entries for mp in children.get(base[:-1], ())):
+                        feats.add("dist_opt")
         if "critic" in children.get("", set()):
             feats.add("critic")
     if "data.pt" in actor or "rng.pt" in actor:
@@ -195,10 +202,6 @@ def step_features(facts, children, backend):
     return feats
 
 
-def _ranks(children, directory, pattern, want_dir, facts):
-    return set(_rank_times(children, directory, pattern, want_dir, facts))
-
-
 def _rank_times(children, directory, pattern, want_dir, facts):
     """rank -> mtime (None when unknown) of the rank-indexed children of ``directory``."""
     out = {}
@@ -207,12 +210,10 @@ def _rank_times(children, directory, pattern, want_dir, facts):
         rel = "%s/%s" % (directory, name)
         if m and (rel in facts.dirs) == want_dir:
             if want_dir:
-                times = [
-                    facts.entries[rel + "/" + n][1] for n in children.get(rel, ()) if rel + "/" + n in facts.entries
-                ]
+                times = [facts.entries[rel + "/" + n] for n in children.get(rel, ()) if rel + "/" + n in facts.entries]
                 out[int(m.group(1))] = max(times) if times else None
             else:
-                out[int(m.group(1))] = facts.entries[rel][1] if rel in facts.entries else None
+                out[int(m.group(1))] = facts.entries.get(rel)
     return out
 
 
@@ -247,8 +248,9 @@ def infer_world_size(v, facts, children, given):
             split = _older_generation(times)
             if split is not None:
                 generations.append("%s ranks >= %d are far older than the others" % (directory, split))
-    if v.family in ("actor", "reasoning", "sac", "dagger"):
-        v.distcp_ranks = tuple(sorted(_ranks(children, "actor/dcp_checkpoint", L.DISTCP, False, facts)))
+    for directory, ranks in groups:
+        if directory == "actor/dcp_checkpoint":
+            v.distcp_ranks = tuple(sorted(ranks))
     if given is not None:
         return given, groups
     sizes = {}
@@ -386,10 +388,10 @@ def judge_structure(facts, opts, now):
         v.problem("unsupported-layout", str(exc))
         return v
     v.features = step_features(facts, children, backend)
-    for rel in facts.entries:
-        if rel.endswith("/.metadata"):
-            parent = rel[: -len("/.metadata")]
-            v.distcp_names[parent] = frozenset(n for n in children.get(parent, ()) if n.endswith(".distcp"))
+    if not megatron or "torch_dist" in v.features:
+        for parent, names in children.items():
+            if ".metadata" in names:
+                v.distcp_names[parent] = frozenset(n for n in names if n.endswith(".distcp"))
     v.critic = bool(opts["critic"]) if opts["critic"] is not None else ("critic" in v.features and megatron)
     v.critic = v.critic and v.family == "reasoning" and megatron
 
@@ -444,16 +446,19 @@ def judge_structure(facts, opts, now):
             path=rel,
             hint="this step is not complete; do not resume from it",
         )
-    for marker, preds in tmpl.order:
+    for marker, preds, fetch in tmpl.order_fetch:
         mark = entries.get(marker)
         if mark is None:
             continue
-        newest = max([entries[p][1] for p in preds if p in entries] or [mark[1]])
-        if mark[1] + MARKER_TOLERANCE < newest:
+        if absent:
+            newest = max([entries[p] for p in preds if p in entries] or [mark])
+        else:  # every predecessor exists: one C-level fetch
+            newest = max(fetch(entries)) if len(preds) > 1 else entries[preds[0]]
+        if mark + MARKER_TOLERANCE < newest:
             v.problem(
                 "stale-marker",
                 "%s is older than the data it commits (by %.0f s): it is left over from an earlier save and this "
-                "save did not finish" % (back(marker), newest - mark[1]),
+                "save did not finish" % (back(marker), newest - mark),
                 path=back(marker),
             )
     _quiet(v, opts, now)

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from operator import itemgetter
 
 RUNNERS = ("embodied", "offline", "sft", "reasoning", "agent", "coding", "sac", "dagger", "iql")
 BACKENDS = ("fsdp", "fsdp2", "megatron", "megatron_torch_dist")
@@ -146,6 +147,7 @@ class Expectation:
         self.row = row
         self.required = frozenset()
         self.any_distcp = []
+        self.order_fetch = []
         self.entries = []  # (relpath, kind), write order
         self.order = []  # (marker relpath, [relpaths written before it])
         self.markers = []  # the entries written last (the step's commit markers)
@@ -302,6 +304,11 @@ def template(runner, backend, world_size, grid=None, features=(), critic=False, 
         tmpl = expect(_SENTINEL_STEP, runner, backend, world_size, grid, features, critic, full_weights)
         tmpl.required = frozenset(rel for rel, kind in tmpl.entries if kind != ANY_DISTCP)
         tmpl.any_distcp = [rel for rel, kind in tmpl.entries if kind == ANY_DISTCP]
+        tmpl.order_fetch = []
+        for marker, preds in tmpl.order:
+            preds = [p for p in preds if p in tmpl.required]  # a "*.distcp" pattern has no mtime of its own
+            if preds:
+                tmpl.order_fetch.append((marker, preds, itemgetter(*preds)))
         _TEMPLATES[key] = tmpl
     return tmpl
 

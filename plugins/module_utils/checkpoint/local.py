@@ -101,6 +101,10 @@ class LocalSource:
             return fh.read(limit)
 
 
+def _ignore(_name):
+    return None
+
+
 def walk_step(step_path, name):
     """One pass over a step directory: count every file, keep the interesting ones."""
     facts = StepFacts(name)
@@ -114,6 +118,7 @@ def walk_step(step_path, name):
     while stack:
         rel = stack.pop()
         path = step_path + "/" + rel if rel else step_path
+        names = index[rel] = set()
         try:
             # scandir on a descriptor makes DirEntry.stat an fstatat relative to it (no path walk)
             fd = os.open(path, _DIR_FLAGS)
@@ -122,16 +127,15 @@ def walk_step(step_path, name):
             continue
         prefix = rel + "/" if rel else ""
         keep_all = keeps_all(prefix)
-        names = index[rel] = set()
-        add_name = names.add
+        # files of Megatron mp_rank_* directories are looked up by path only: no name index needed
+        add_name = _ignore if "/mp_rank_" in path else names.add
         try:
             with os.scandir(fd) as it:
                 for entry in it:
                     ename = entry.name
                     try:
                         if entry.is_dir(follow_symlinks=False):
-                            add_name(ename)
-                            facts.dirs.add(prefix + ename)
+                            names.add(ename)
                             stack.append(prefix + ename)
                             continue
                         st = entry.stat()
@@ -146,13 +150,15 @@ def walk_step(step_path, name):
                         newest = mtime
                     if ename.endswith(suffixes) and (keep_all or ename.endswith(REPLAY_KEPT)):
                         add_name(ename)
-                        entries[prefix + ename] = (size, mtime)
+                        entries[prefix + ename] = mtime
                         if ename[-4:] == ".tmp":
                             facts.leftovers.append(prefix + ename)
         except OSError as exc:
             facts.errors.append(_describe_oserror(path, exc))
         finally:
             os.close(fd)
+    facts.dirs = set(index)
+    facts.dirs.discard("")
     facts.files = files
     facts.bytes = total
     facts.newest = newest if files else None

@@ -1,0 +1,56 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""Generate large RLinf checkpoint roots for the gate benchmarks (small files, real layouts)."""
+
+import io
+import os
+import pickle
+import zipfile
+
+TP, PP = 8, 4
+
+
+def _zip():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("archive/data.pkl", pickle.dumps({"w": 1}))
+        zf.writestr("archive/version", "3\n")
+    return buf.getvalue()
+
+
+ZIP = _zip()
+
+
+def megatron_step(step):
+    """Megatron torch format, TP8 x PP4 with the distributed optimizer (coding runner): 65 files."""
+    files = []
+    for t in range(TP):
+        for p in range(PP):
+            d = "actor/iter_%07d/mp_rank_%02d_%03d/" % (step, t, p)
+            files += [(d + "distrib_optim.pt", ZIP), (d + "model_optim_rng.pt", ZIP)]
+    files.append(("actor/latest_checkpointed_iteration.txt", str(step).encode()))
+    return files
+
+
+def fsdp_step(step, world=64):
+    """FSDP dcp with full weights (embodied runner): world + 2 files."""
+    files = [("actor/dcp_checkpoint/__%d_0.distcp" % r, b"\0" * 32) for r in range(world)]
+    files.append(("actor/dcp_checkpoint/.metadata", b"meta"))
+    files.append(("actor/model_state_dict/full_weights.pt", ZIP))
+    return files
+
+
+def write_tree(root, layout, steps, first=1, mtime=None):
+    """Write ``steps`` global_step dirs; every file gets ``mtime`` (old, so the quiet period holds)."""
+    count = 0
+    for i in range(steps):
+        step = first + i
+        for rel, data in layout(step):
+            path = os.path.join(root, "global_step_%d" % step, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(data)
+            if mtime is not None:
+                os.utime(path, (mtime, mtime))
+            count += 1
+    return count
