@@ -207,7 +207,6 @@ def step_dir(container_root, step):
 
 
 __all__ = [
-    "without_resume_override",
     "checkpoint_root",
     "head_pod_node",
     "head_template",
@@ -215,4 +214,5 @@ __all__ = [
     "locate",
     "parts",
     "step_dir",
+    "without_resume_override",
 ]
