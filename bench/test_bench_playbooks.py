@@ -80,7 +80,7 @@ def save(name, data):
 
 
 def suffix():
-    return "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+    return "".join(random.choice(string.ascii_lowercase + string.digits) for _index in range(5))
 
 
 def delete(names, env):
@@ -234,7 +234,7 @@ def test_guarded_stop_20_jobs_within_3x_one_job():
     forks = int(os.environ.get("RLARK_BENCH_FORKS", "20"))
     try:
         start_jobs(one, env)
-        wall_one, _ = stop(one, env, forks)
+        wall_one = stop(one, env, forks)[0]
         start_jobs(many, env)
         wall_many, counted = stop(many, env, forks)
     finally:

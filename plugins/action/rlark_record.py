@@ -28,7 +28,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         stamp = args.get("stamp") or utc_stamp()
         # Records are audit output on the controller, not managed state: never "changed", never in check mode.
         result["changed"] = False

@@ -6,21 +6,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-import time
-
-from ansible.errors import AnsibleLookupError
-from ansible.plugins.lookup import LookupBase
-from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
-    LogSourceError,
-    head_pod_name,
-    read_logs,
-    wait_for_logs,
-)
-
 DOCUMENTATION = r"""
 name: job_logs
-author: rlark.ops maintainers
+author: rlark.ops contributors (@rlark-ops)
 short_description: Read (and wait for) the logs of an RLark Job's pods
 version_added: 0.1.0
 description:
@@ -129,6 +117,24 @@ _raw:
 """
 
 
+import re  # noqa: E402
+import time  # noqa: E402
+
+from ansible.errors import AnsibleLookupError  # noqa: E402
+from ansible.module_utils.urls import open_url  # noqa: E402
+from ansible.plugins.lookup import LookupBase  # noqa: E402
+from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (  # noqa: E402
+    LogSourceError,
+    head_pod_name,
+    read_logs,
+    wait_for_logs,
+)
+
+
+def _http_get(url):
+    return open_url(url, headers={"Accept": "application/json"}, timeout=10).read()
+
+
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
@@ -154,6 +160,7 @@ class LookupModule(LookupBase):
                     gateway_url=opts["gateway_url"],
                     kubeconfig=opts["kubeconfig"],
                     namespace=opts["namespace"],
+                    fetch=_http_get,
                 )
 
             def done(text):

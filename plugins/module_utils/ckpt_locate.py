@@ -87,7 +87,7 @@ def head_pod_node(job, tasks, pods):
             continue
         local = labels.get("rlark.io/local-pod-name") or ""
         candidates.append((not local.endswith("-0"), local, (pod.get("status") or {}).get("node")))
-    for _, _, node in sorted(candidates):
+    for _rest, _local, node in sorted(candidates):
         if node:
             return node
     for task in tasks:

@@ -21,7 +21,6 @@ import time
 
 try:
     from urllib.parse import quote
-    from urllib.request import Request, urlopen
 except ImportError:  # pragma: no cover
     quote = None
 
@@ -54,11 +53,11 @@ def read_files(logs_dir, job_name):
     return out
 
 
-def read_gateway(url, job_name, timeout=10):
+def read_gateway(url, job_name, fetch):
+    """``fetch(url) -> bytes`` is the caller's HTTP GET (the lookup passes Ansible's ``open_url``)."""
     target = "%s/api/v1/rlinf.io/v1alpha1/jobs/%s/logs" % (url.rstrip("/"), quote(job_name))
     try:
-        with urlopen(Request(target, headers={"Accept": "application/json"}), timeout=timeout) as resp:
-            body = json.loads(resp.read().decode("utf-8"))
+        body = json.loads(fetch(target).decode("utf-8"))
     except Exception as exc:  # one sentence, never a traceback
         raise LogSourceError("RLark gateway %s did not return logs for Job %s: %s" % (url, job_name, exc)) from exc
     return {p.get("podName") or p.get("taskName"): p.get("logs") or "" for p in body.get("pods") or []}
@@ -87,7 +86,9 @@ def read_kubeconfig(kubeconfig, pod_names, namespace=DATA_PLANE_NAMESPACE, conte
     return out
 
 
-def read_logs(source, job_name, pod_names=None, logs_dir=None, gateway_url=None, kubeconfig=None, namespace=None):
+def read_logs(
+    source, job_name, pod_names=None, logs_dir=None, gateway_url=None, kubeconfig=None, namespace=None, fetch=None
+):
     """``{pod name: text}`` for one Job; ``pod_names`` is needed for the kubeconfig source."""
     if source == "files":
         if not logs_dir:
@@ -96,7 +97,7 @@ def read_logs(source, job_name, pod_names=None, logs_dir=None, gateway_url=None,
     if source == "gateway":
         if not gateway_url:
             raise LogSourceError("the gateway log source needs the gateway URL")
-        return read_gateway(gateway_url, job_name)
+        return read_gateway(gateway_url, job_name, fetch)
     if source == "kubeconfig":
         if not kubeconfig:
             raise LogSourceError("the kubeconfig log source needs a data-plane kubeconfig")

@@ -44,7 +44,7 @@ def normalize_signals(items):
     for index, item in enumerate(items or []):
         if isinstance(item, str):
             # A string is a log regex, or a JMESPath condition when prefixed "jmespath:" / "query:".
-            prefix, _, rest = item.partition(":")
+            prefix, _sep, rest = item.partition(":")
             if prefix.strip() in ("jmespath", "query") and rest.strip():
                 out.append({"name": item, "query": rest.strip()})
             else:

@@ -17,7 +17,7 @@ description:
   - Records are audit output, not managed state, so the task never reports C(changed); in check mode nothing is
     written.
 author:
-  - rlark.ops contributors
+  - rlark.ops contributors (@rlark-ops)
 attributes:
   check_mode:
     support: full
@@ -26,6 +26,7 @@ attributes:
     support: none
     description: No diff.
   platform:
+    support: full
     platforms: posix
     description: Runs on the controller.
 options:

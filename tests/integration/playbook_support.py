@@ -19,7 +19,7 @@ INVENTORY = os.path.join(EXAMPLE, "inventory.yml")
 
 
 def unique(prefix="pb"):
-    return "%s-%s" % (prefix, "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(6)))
+    return "%s-%s" % (prefix, "".join(random.choice(string.ascii_lowercase + string.digits) for _index in range(6)))
 
 
 def load_example():

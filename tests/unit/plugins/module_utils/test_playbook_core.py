@@ -113,9 +113,13 @@ def test_hostpath_plan_checks_every_node_and_flags_unmapped():
     assert "ghost" in plan["findings"][0]["message"]
 
 
-def test_hostpath_results_from_the_real_script(tmp_path):
+def sh(script):
     import subprocess
 
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout
+
+
+def test_hostpath_results_from_the_real_script(tmp_path):
     ok = tmp_path / "n1" / "data" / "rlinf"
     ok.mkdir(parents=True)
     hostvars = {
@@ -124,10 +128,7 @@ def test_hostpath_results_from_the_real_script(tmp_path):
     }
     proof = {"tasks": [{"name": "actor", "matches": [{"name": "a100-01"}, {"name": "a100-02"}]}]}
     plan = placement.hostpath_plan(job(mounts=HOST_MOUNT, volumes=HOST_VOL), proof, hostvars, {})
-    outputs = {
-        h["host"]: {"stdout": subprocess.run(["sh", "-c", h["script"]], capture_output=True, text=True).stdout}
-        for h in plan["hosts"]
-    }
+    outputs = {h["host"]: {"stdout": sh(h["script"])} for h in plan["hosts"]}
     res = placement.hostpath_results(plan, outputs)
     assert [(f["id"], "a100-02" in f["message"]) for f in res["findings"]] == [("hostpath-missing", True)]
     assert [r["exists"] for r in res["results"]] == [True, False]
