@@ -106,7 +106,7 @@ def test_local_gate_vs_find(local_root):
     find = ["find", root, "-printf", "%s %T@\n"]
     timed(find)  # warm the dentry/inode caches once for both
     f_walls, g_walls, peaks = [], [], []
-    for _ in range(ROUNDS):
+    for _round in range(ROUNDS):
         f_walls.append(timed(find)[0])
         wall, peak, out = timed(gate)
         g_walls.append(wall)
@@ -156,7 +156,7 @@ def s3_prefix():
     count = T.write_tree(backend, T.megatron_step, 1540, mtime=old)
     assert count == 100100
     yield s3, prefix, count
-    shutil.rmtree(os.path.join(state_dir, "s3", s3["bucket"], prefix.split("/")[0]), ignore_errors=True)
+    shutil.rmtree(os.path.join(state_dir, "s3", s3["bucket"], prefix.split("/", maxsplit=1)[0]), ignore_errors=True)
     if started:
         subprocess.run([*ctl, "down"], env=env, capture_output=True, check=False, timeout=300)
 
@@ -183,7 +183,7 @@ def test_s3_gate_vs_bare_paginator(s3_prefix):
     wall, _peak, out = timed(listing)  # the backend files are objects: the bare listing sees all of them
     assert int(out) == count
     l_walls, g_walls, peaks = [], [], []
-    for _ in range(3):
+    for _round in range(3):
         l_walls.append(timed(listing)[0])
         wall, peak, out = timed(gate)
         g_walls.append(wall)

@@ -25,7 +25,7 @@ description:
     whole prefix page by page (never only the first page) and needs boto3.
   - Never writes or deletes anything; C(changed) is always false.
 author:
-  - rlark.ops maintainers
+  - rlark.ops contributors (@rlark-ops)
 options:
   path:
     description:
@@ -138,7 +138,9 @@ attributes:
     description: Nothing is ever written, so check mode runs the same read-only checks.
   diff_mode:
     support: none
+    description: Nothing changes, so there is nothing to diff.
   platform:
+    support: full
     platforms: posix
     description: Runs on the node holding a hostPath directory, or on the controller for object storage.
 requirements:

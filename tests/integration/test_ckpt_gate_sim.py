@@ -149,7 +149,7 @@ def test_save_killed_by_stop_is_incomplete_for_good(sandbox, api, make_job):
     assert not [p for p in result["problems"] if p["id"] == "write-too-recent"]
 
     # through ansible: the task fails with one paragraph, and keeps failing (nothing writes any more)
-    for _ in range(2):
+    for _attempt in range(2):
         out = run_ansible_module("rlark_ckpt_gate", {"path": root, "quiet_seconds": 1}, env=sandbox.env())
         assert out.get("failed") and out["complete"] is False
         assert "\n" not in out["msg"] and "global_step_2" in out["msg"] and ".metadata" in out["msg"]

@@ -56,6 +56,6 @@ class StepFacts:
             return self.index
         index = {}
         for rel in list(self.entries) + list(self.dirs):
-            parent, _, name = rel.rpartition("/")
+            parent, _sep, name = rel.rpartition("/")
             index.setdefault(parent, set()).add(name)
         return index

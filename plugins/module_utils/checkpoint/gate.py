@@ -738,7 +738,7 @@ def run_gate(source, options):
         chosen = next((v for v in numbered if v.step == opts["step"]), None)
         if chosen is None:
             raise L.GateError(
-                "step %d not found under %s; steps present: %s"
+                "step %s not found under %s; steps present: %s"
                 % (opts["step"], source.describe(), ", ".join(str(v.step) for v in reversed(numbered[-20:])))
             )
         _confirm(chosen, source, opts)

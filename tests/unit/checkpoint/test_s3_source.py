@@ -83,7 +83,7 @@ def test_streams_every_page_and_aggregates_per_step():
     row = F.Row("wide", "embodied", "fsdp", world=250, full_weights=False)
     objs = objects_for(row, "run/checkpoints/", [(10, "complete"), (20, "complete"), (30, "marker-missing")])
     fake = FakeS3(objs, page=100)
-    retry, _ = no_sleep()
+    retry, _slept = no_sleep()
     src = S3Source("b", "run/checkpoints", client=fake, retrying=retry)
     r = run_gate(src, {"actor_world_size": 250, "full_weights": False, "quiet_seconds": 60})
     assert fake.list_calls == -(-len(objs) // 100) and fake.list_calls > 7
@@ -137,7 +137,7 @@ def test_errors_are_one_message_without_the_secret(error, fragment):
 
 def test_server_clock_decides_the_quiet_period():
     objs = objects_for(F.ROWS[0], "c/", [(10, "complete")])
-    retry, _ = no_sleep()
+    retry, _slept = no_sleep()
     # objects are 2 h old by the server's Date header, whatever the local clock says
     r = run_gate(
         S3Source("b", "c", client=FakeS3(objs), retrying=retry), dict(F.ROWS[0].gate_params(), quiet_seconds=7000)
@@ -150,7 +150,7 @@ def test_server_clock_decides_the_quiet_period():
 
 
 def test_prefix_forms():
-    retry, _ = no_sleep()
+    retry, _slept = no_sleep()
     src = S3Source("b", "/a/b/checkpoints/global_step_7/", client=FakeS3({}), retrying=retry)
     assert src.single_step == "global_step_7" and src.root == "a/b/checkpoints/"
     assert src.location("global_step_7") == "s3://b/a/b/checkpoints/global_step_7/"
