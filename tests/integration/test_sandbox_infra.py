@@ -382,22 +382,22 @@ def test_ansible_helpers_run_modules_and_playbooks_against_the_sandbox(sandbox, 
     from helpers import run_ansible_module, run_playbook
 
     env = run_ansible_module("ansible.builtin.command", {"cmd": "printenv K8S_AUTH_KUBECONFIG"}, env=sandbox.env())
-    assert env["stdout"] == sandbox.kubeconfig
+    assert env.get("stdout") == sandbox.kubeconfig, env
     as_viewer = run_ansible_module(
         "ansible.builtin.command", {"cmd": "printenv K8S_AUTH_KUBECONFIG"}, kubeconfig=sandbox.kubeconfig_viewer
     )
-    assert as_viewer["stdout"] == sandbox.kubeconfig_viewer
+    assert as_viewer.get("stdout") == sandbox.kubeconfig_viewer, as_viewer
     uri = {
         "url": sandbox.server + JOBS,
         "headers": {"Authorization": "Bearer " + sandbox.viewer_token},
         "ca_path": sandbox.ca_cert,
     }
     listed = run_ansible_module("ansible.builtin.uri", uri, env=sandbox.env())
-    assert listed["status"] == 200 and listed["json"]["kind"] == "JobList"
+    assert listed.get("status") == 200 and listed["json"]["kind"] == "JobList", listed
     denied = run_ansible_module(
         "ansible.builtin.uri", dict(uri, method="DELETE", url=uri["url"] + "/any"), env=sandbox.env()
     )
-    assert denied["failed"] is True and denied["status"] == 403
+    assert denied.get("failed") is True and denied.get("status") == 403, denied
     playbook = tmp_path / "probe.yml"
     playbook.write_text(
         "- name: Probe\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
@@ -407,6 +407,6 @@ def test_ansible_helpers_run_modules_and_playbooks_against_the_sandbox(sandbox, 
     run = run_playbook(str(playbook), {"probe_value": "h1"}, env=sandbox.env())
     assert run.rc == 0, run
     results = run.task_results()
-    assert [result[0] for result in results] == ["Echo", "Skip"]
-    assert results[0][1]["msg"] == "h1" and results[1][1]["skipped"] is True
-    assert run.stats["localhost"]["ok"] == 1
+    assert [result[0] for result in results] == ["Echo", "Skip"], run
+    assert results[0][1]["msg"] == "h1" and results[1][1]["skipped"] is True, run
+    assert run.stats["localhost"]["ok"] == 1, run
