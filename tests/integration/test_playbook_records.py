@@ -52,7 +52,7 @@ def test_stop_and_resume_records_hold_every_item_and_no_secret(sandbox, tmp_path
 
         resume = w.play("resume.yml", extra={"rlark_resume_source": w.name})
         assert resume.rc != 0, "a copy carrying a plain-text token must be refused by the review"
-        failed = [r.get("msg", "") for _, r in resume.task_results() if r.get("failed")]
+        failed = [r.get("msg", "") for _task, r in resume.task_results() if r.get("failed")]
         assert failed and "secret" in str(failed[-1]).lower(), failed
         assert w.info(w.name + "-r%d" % record["global_step"]) is None
         assert w.records_of("original-job"), "the original Job YAML was not saved"
