@@ -35,7 +35,16 @@ def row(table, job):
 
 def test_refused_while_a_save_is_recent_then_stopped_after_a_complete_save(running):
     w = running
-    refused = stop(w, {"rlark_gate_options": {"quiet_seconds": 3600}, "rlark_save_window_seconds": 0})
+    # Selected by a JMESPath expression over the rlark_job_info results instead of by name.
+    refused = w.play(
+        "guarded_stop.yml",
+        kubeconfig=w.sandbox.kubeconfig_operator,
+        extra={
+            "rlark_job_query": "[?job.metadata.name=='%s' && job.status.phase=='Running']" % w.name,
+            "rlark_gate_options": {"quiet_seconds": 3600},
+            "rlark_save_window_seconds": 0,
+        },
+    )
     assert refused.rc != 0, refused
     assert "refused" in row(outcome_table(refused), w.name)
     assert "write-too-recent" in outcome_table(refused) or "quiet" in outcome_table(refused)

@@ -1,0 +1,71 @@
+# Copyright: rlark.ops contributors
+# Apache License 2.0 (see LICENSE)
+"""The rlark.ops.query and flow filters as Ansible calls them."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.rlark.ops.plugins.filter.flow import FilterModule as Flow
+from ansible_collections.rlark.ops.plugins.filter.query import FilterModule as Query
+
+QUERY = Query().filters()["query"]
+FLOW = Flow().filters()
+
+RESOURCES = [
+    {"job": {"metadata": {"name": "a", "labels": {"team": "rl"}}, "status": {"phase": "Running"}}},
+    {"job": {"metadata": {"name": "b"}, "status": {"phase": "Stopped"}}},
+]
+
+
+def test_query_filter_result_and_assert():
+    assert QUERY(RESOURCES, "[].job.metadata.name") == ["a", "b"]
+    assert QUERY(RESOURCES, "[?job.status.phase=='Running']", **{"assert": True}) is True
+    assert QUERY(RESOURCES, "[?job.status.phase=='Failed']", **{"assert": True}) is False
+
+
+def test_query_filter_errors_are_filter_errors():
+    with pytest.raises(AnsibleFilterError, match="invalid JMESPath"):
+        QUERY(RESOURCES, "[?")
+    with pytest.raises(AnsibleFilterError, match="unknown option"):
+        QUERY(RESOURCES, "@", bogus=1)
+
+
+@pytest.mark.parametrize(
+    "expression, names",
+    [
+        ("", ["a", "b"]),
+        ("[?job.status.phase=='Running']", ["a"]),
+        ("[?job.metadata.labels.team=='rl'].job.metadata.name", ["a"]),
+        ("[?job.status.phase=='Failed']", []),
+    ],
+)
+def test_select_jobs_accepts_items_or_names(expression, names):
+    chosen = FLOW["select_jobs"](RESOURCES, expression)
+    assert [r["job"]["metadata"]["name"] for r in chosen] == names
+
+
+def test_collect_outcomes_counts_a_silent_host_as_refused():
+    hostvars = {
+        "h1": {"guarded_stop_outcome": {"job": "a", "outcome": "stopped"}, "rlark_stop_job": "a"},
+        "h2": {"rlark_stop_job": "b"},
+    }
+    out = FLOW["collect_outcomes"](["h1", "h2"], hostvars)
+    assert out[0]["outcome"] == "stopped" and out[1] == {
+        "job": "b",
+        "outcome": "refused",
+        "reason": "the checks did not finish (see the failed task above)",
+    }
+
+
+def test_without_resume_override_strips_only_that_override():
+    job = {"spec": {"tasks": [{"head": True, "runScript": "python t.py a=1 ++runner.resume_dir=/c/global_step_6 b=2"}]}}
+    out = FLOW["without_resume_override"](job)
+    assert out["resume_dirs"] == ["/c/global_step_6"]
+    assert out["job"]["spec"]["tasks"][0]["runScript"] == "python t.py a=1 b=2"
+    assert "resume_dir" in job["spec"]["tasks"][0]["runScript"], "the input must not be modified"
+
+
+def test_expected_nodes_from_the_profile():
+    profile = {
+        "roles": [{"name": "actor", "global_matches": [{"name": "a100-01", "namespace": "rlark-a100"}]}, {"name": "x"}]
+    }
+    assert FLOW["expected_nodes"](profile) == {"actor": ["a100-01"]}
