@@ -131,6 +131,7 @@ def test_migrate_wall_time_and_module_runs(tmp_path):
             "wall_s": round(wall, 2),
             "module_runs": counted["module_runs"],
             "by_action": counted.get("by_action"),
+            "in_process_actions": counted.get("in_process_actions"),
             "rerun_wall_s": round(rerun_wall, 2),
             "rerun_module_runs": rerun_counted["module_runs"],
             "targets": {"wall_s": MIGRATE_WALL_S, "module_runs": MIGRATE_MODULE_RUNS},
