@@ -59,7 +59,7 @@ LISTING_SNIPPET = (
 
 
 def timed(argv, **kw):
-    """(wall seconds, peak RSS MiB, stdout) of one child process, via wait4."""
+    """(wall seconds, peak RSS MiB, stdout, cpu seconds) of one child process, via wait4."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
     out, err = proc.stdout.read(), proc.stderr.read()
@@ -67,7 +67,32 @@ def timed(argv, **kw):
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     assert proc.returncode == 0, err.decode()[-2000:]
-    return wall, usage.ru_maxrss / 1024.0, out.decode()
+    return wall, usage.ru_maxrss / 1024.0, out.decode(), usage.ru_utime + usage.ru_stime
+
+
+def side_by_side(name, baseline, gate, rounds):
+    """Interleaved rounds of baseline and gate: min/median wall, CPU, the gate's peak RSS, its last output."""
+    base_walls, base_cpu, gate_walls, gate_cpu, peaks = [], [], [], [], []
+    out = ""
+    for _round in range(rounds):
+        wall, _peak, _out, cpu = timed(baseline)
+        base_walls.append(wall)
+        base_cpu.append(cpu)
+        wall, peak, out, cpu = timed(gate)
+        gate_walls.append(wall)
+        gate_cpu.append(cpu)
+        peaks.append(peak)
+    data = {
+        name + "_s_min": round(min(base_walls), 3),
+        name + "_s_median": round(statistics.median(base_walls), 3),
+        "gate_s_min": round(min(gate_walls), 3),
+        "gate_s_median": round(statistics.median(gate_walls), 3),
+        "ratio_min": round(min(gate_walls) / min(base_walls), 3),
+        "ratio_median": round(statistics.median(gate_walls) / statistics.median(base_walls), 3),
+        "cpu_ratio_min": round(min(gate_cpu) / min(base_cpu), 3),
+        "gate_peak_rss_mb": round(max(peaks), 1),
+    }
+    return data, out
 
 
 def save(section, data):
@@ -105,28 +130,12 @@ def test_local_gate_vs_find(local_root):
     ]
     find = ["find", root, "-printf", "%s %T@\n"]
     timed(find)  # warm the dentry/inode caches once for both
-    f_walls, g_walls, peaks = [], [], []
-    for _round in range(ROUNDS):
-        f_walls.append(timed(find)[0])
-        wall, peak, out = timed(gate)
-        g_walls.append(wall)
-        peaks.append(peak)
+    data, out = side_by_side("find", find, gate, ROUNDS)
     assert out.split()[0] == "3570"
-    ratio = min(g_walls) / min(f_walls)
-    data = {
-        "files": count,
-        "find_s_min": round(min(f_walls), 3),
-        "find_s_median": round(statistics.median(f_walls), 3),
-        "gate_s_min": round(min(g_walls), 3),
-        "gate_s_median": round(statistics.median(g_walls), 3),
-        "ratio_min": round(ratio, 3),
-        "ratio_median": round(statistics.median(g_walls) / statistics.median(f_walls), 3),
-        "gate_peak_rss_mb": round(max(peaks), 1),
-        "targets": {"ratio": LOCAL_RATIO, "peak_mb": PEAK_MB},
-    }
+    data.update(files=count, targets={"ratio": LOCAL_RATIO, "peak_mb": PEAK_MB})
     save("local", data)
-    assert ratio <= LOCAL_RATIO, data
-    assert max(peaks) <= PEAK_MB, data
+    assert data["ratio_min"] <= LOCAL_RATIO, data
+    assert data["gate_peak_rss_mb"] <= PEAK_MB, data
 
 
 # ---------------------------------------------------------------- S3
@@ -180,27 +189,12 @@ def test_s3_gate_vs_bare_paginator(s3_prefix):
         "-c",
         GATE_SNIPPET % (os.path.join(ROOT, ".build", "collections"), "s3", "S3Source", source, 120),
     ]
-    wall, _peak, out = timed(listing)  # the backend files are objects: the bare listing sees all of them
+    out = timed(listing)[2]  # the backend files are objects: the bare listing sees all of them
     assert int(out) == count
-    l_walls, g_walls, peaks = [], [], []
-    for _round in range(3):
-        l_walls.append(timed(listing)[0])
-        wall, peak, out = timed(gate)
-        g_walls.append(wall)
-        peaks.append(peak)
+    data, out = side_by_side("paginator", listing, gate, 3)
     assert out.split() == ["1540", "1540"]
-    ratio = min(g_walls) / min(l_walls)
-    data = {
-        "objects": count,
-        "paginator_s_min": round(min(l_walls), 3),
-        "paginator_s_median": round(statistics.median(l_walls), 3),
-        "gate_s_min": round(min(g_walls), 3),
-        "gate_s_median": round(statistics.median(g_walls), 3),
-        "ratio_min": round(ratio, 3),
-        "ratio_median": round(statistics.median(g_walls) / statistics.median(l_walls), 3),
-        "gate_peak_rss_mb": round(max(peaks), 1),
-        "seeding": "files written into versitygw's POSIX backend directory",
-        "targets": {"ratio": S3_RATIO},
-    }
+    data.update(
+        objects=count, seeding="files written into versitygw's POSIX backend directory", targets={"ratio": S3_RATIO}
+    )
     save("s3", data)
-    assert ratio <= S3_RATIO, data
+    assert data["ratio_min"] <= S3_RATIO, data

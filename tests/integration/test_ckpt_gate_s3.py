@@ -70,25 +70,8 @@ def test_matrix_in_s3(sandbox, s3, row, case, drop, case_id):
     prefix = "%s%s/checkpoints" % (run, case_id)
     quiet = 3600 if case == "too-recent" else 0
     result = run_gate(source(sandbox, prefix), dict(row.gate_params(), step=STEP, quiet_seconds=quiet))
-    ids = {p["id"] for p in result["problems"]}
-    assert result["complete"] is F.expected_complete(case), (result["missing"], result["problems"])
+    F.check_case(result, row, STEP, case, drop)
     assert result["checkpoint"] == "s3://%s/%s/global_step_%d/" % (sandbox.s3_bucket, prefix, STEP)
-    if case == "missing":
-        assert any(drop == m or (m.endswith("*.distcp") and drop.endswith(".distcp")) for m in result["missing"])
-    elif case == "marker-missing":
-        assert set(row.markers(STEP)) <= set(result["missing"])
-    elif case == "metadata-tmp":
-        assert "leftover-tmp" in ids
-    elif case == "stale-shards":
-        assert "stale-shards" in ids
-    elif case == "tracker-mismatch":
-        assert "tracker-mismatch" in ids
-    elif case == "truncated":
-        assert "truncated-payload" in ids
-    elif case == "too-recent":
-        assert "write-too-recent" in ids and not result["missing"]
-    expected_files = len(F.tree(row, STEP, case, drop))
-    assert result["files"] == expected_files
 
 
 def test_latest_picks_newest_complete_and_says_so(sandbox, s3):

@@ -284,3 +284,35 @@ def applicable(row, case):
     if case == "truncated":  # DCP shards are raw and .metadata is renamed into place: only zips truncate
         return any(c == "zip" for _rel, c in row.files(40))
     return True
+
+
+# The problem id each failure case must raise (besides the verdict itself).
+CASE_PROBLEM = {
+    "metadata-tmp": "leftover-tmp",
+    "stale-shards": "stale-shards",
+    "stale-marker": "stale-marker",
+    "tracker-mismatch": "tracker-mismatch",
+    "truncated": "truncated-payload",
+    "too-recent": "write-too-recent",
+}
+
+
+def check_case(result, row, step, case, drop):
+    """The verdict a gate result must give for one matrix case (disk and S3 share it)."""
+    ids = {p["id"] for p in result["problems"]}
+    assert result["complete"] is expected_complete(case), (result["missing"], result["problems"])
+    assert result["step"] == step
+    if case == "missing":
+        found = any(drop == m or (m.endswith("*.distcp") and drop.endswith(".distcp")) for m in result["missing"])
+        assert found, (drop, result["missing"])
+    elif case == "marker-missing":
+        assert set(row.markers(step)) <= set(result["missing"])
+    else:
+        assert CASE_PROBLEM.get(case, "none") in ids or case == "complete", ids
+    if case in ("stale-shards", "too-recent", "complete"):
+        assert result["missing"] == []
+    if case != "too-recent":
+        assert "write-too-recent" not in ids
+    summary = {s["step"]: s for s in result["steps"]}
+    assert summary[step]["verdict"] == ("complete" if result["complete"] else "incomplete")
+    assert result["files"] == len(tree(row, step, case, drop))
