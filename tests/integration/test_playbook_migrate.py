@@ -93,6 +93,10 @@ def test_migrate_check_mode_then_clean_run_then_unchanged(sandbox, tmp_path):
         second = w.play("migrate.yml")
         assert second.rc == 0, second
         assert second.stats["localhost"]["changed"] == 0, second.stats
+
+        alone = w.play("verify.yml", extra={"rlark_job_name": w.name})
+        assert alone.rc == 0, alone
+        assert w.records_of("verify")[-1]["data"]["running"] is True
     finally:
         w.cleanup()
 
