@@ -31,6 +31,18 @@ def test_resume_refuses_a_partial_checkpoint_then_resumes_a_chosen_step(sandbox,
         assert w.info(w.name + "-r999") is None, "a refused resume created a Job"
 
         complete = [s for s in w.steps() if s != 999]
+        # A verification that cannot succeed in time (1 s) stops the NEW Job and touches nothing else.
+        failing = w.name + "-fail"
+        w.created.append(failing)
+        failed = w.play(
+            "resume.yml",
+            extra={"rlark_resume_source": w.name, "rlark_resume_name": failing, "rlark_verify_timeout": 1},
+        )
+        assert failed.rc != 0, failed
+        assert "failed verification and was stopped" in all_output(failed)
+        assert w.info(failing)["job"]["spec"]["stopped"] is True and w.info(failing)["pods"] == []
+        assert json.dumps(without_server_fields(w.info()["job"]), sort_keys=True) == original
+
         step = complete[1]  # not the newest: the chosen one
         new = w.name + "-again"
         w.created.append(new)
