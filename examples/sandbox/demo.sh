@@ -57,7 +57,7 @@ run "$WORK/migrate.log" '^(PLAY RECAP|localhost|fatal)' "$ROOT/playbooks/migrate
 CKPT="$RLARK_SANDBOX_DIR/nodes/a100-01/data/rlinf/logs/$JOB/checkpoints"
 say "2. Wait for two checkpoints in $CKPT"
 for _ in $(seq 1 90); do
-  n=$(find "$CKPT" -maxdepth 1 -name 'global_step_*' 2>/dev/null | wc -l)
+  n=$( (find "$CKPT" -maxdepth 1 -name 'global_step_*' 2>/dev/null || true) | wc -l)
   [ "$n" -ge 3 ] && break   # the 2nd is complete once the 3rd has started
   sleep 1
 done
