@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """rlark_ckpt_gate at scale, side by side with the floor of one metadata walk / one listing.
 
 1. Local: a checkpoints root of 200,120 small files (2,500 Megatron steps, TP8 x PP4 with the

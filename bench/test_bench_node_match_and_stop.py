@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """rlark_node_match at fleet scale and the API cost of a stop, on an isolated sandbox.
 
 1. 10,000 Node CRs in 50 cluster namespaces; a Job with 8 selectors. The ``rlark_node_match`` task's

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Playbook figures on the live sandbox (needs `make sandbox-up`; `make bench` runs it).
 
 - migrate.yml end to end: <= 15 s wall and <= 10 Python-module task runs (counted by

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Aggregate callback for the benches: counts Python-module task runs (retries and loop items included).
 
 A task whose action has no action plugin runs a Python module (through the ``normal`` action);

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for rlark.ops.rlark_node_match: prove the selectors on the controller, no module run.
 
 The proof only reads the API, so on a local connection it runs in the controller's worker process

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for rlark.ops.rlark_record: write a redacted record on the controller, no module run."""
 
 from __future__ import absolute_import, division, print_function

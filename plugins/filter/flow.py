@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Data steps of the rlark.ops roles as filters (each ~ms on the controller instead of a module run).
 
 Logic lives in module_utils (placement, ckpt_locate, verify, summary); these wrappers only turn

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of rlark.ops: thin wrappers, one function per filter; the logic lives in module_utils.
 
 Everything a filter returns is redacted: a rendered Job, findings and records never carry a secret.

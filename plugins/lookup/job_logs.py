@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """rlark.ops.job_logs: the main-container logs of RLark Jobs, optionally waiting for signals."""
 
 from __future__ import absolute_import, division, print_function

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Options and glue shared by the rlark.ops API modules (the Ansible-facing side of ``kube.py``).
 
 The auth options use kubernetes.core's names so existing ``module_defaults`` carry over, and each

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Find where a running Job's RLinf checkpoints really live, from its stored spec.
 
 The checkpoint root is a *container* path (Hydra overrides in the head's runScript, or the launch

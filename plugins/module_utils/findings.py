@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Findings: the one shape every refusal and review result takes.
 
 A finding is a plain dict ``{id, severity, path, message, hint}`` so that it travels unchanged

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A flat view of an rlark_ckpt_gate result for the guarded-stop and resume decisions.
 
 A guarded stop needs the *newest* step complete (a partial newest step means a save is running or

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read the ``main`` container logs of a Job's pods from one of three sources.
 
 - ``files``: a directory ``<dir>/<job>/<local-pod-name>.log`` (the sandbox, or any log shipper

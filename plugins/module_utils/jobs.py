@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Job, Task, Node and Pod-CR reads, guarded writes and waits on top of ``kube.Client``.
 
 Writes are minimal and guarded: stop/start is a JSON merge patch of ``spec.stopped`` alone with a

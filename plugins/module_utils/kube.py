@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one API client of the collection: auth, retries, pagination, dry-run and strict writes.
 
 Plain Python on top of ``http.client`` and ``ssl`` (no kubernetes client import: a module task pays

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Load and validate the two migration records: launch manifest and deployment profile.
 
 Both are YAML or JSON documents checked against ``schemas/*.schema.json`` (JSON Schema 2020-12).

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Name rules RLark does not enforce but its data plane depends on.
 
 RLark names a Task ``<job>-<task>`` (plain dash join), the agent names the StatefulSet after the

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Node CR reads for the selector proof: one server-side filtered list per distinct selector.
 
 The API server filters the Node CRs of every namespace by label, so only matches travel; the

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where a Job's hostPath volumes must exist: RLark Node names -> inventory hosts -> paths to check.
 
 The inventory maps a Node to the host that holds its filesystem with the host variable

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Preflight: load + validate both records, render the Job, review it; offer the Job only when clean.
 
 "Offered for submission" means ``result['job']`` is a Job dict. It is None whenever any finding has

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """JMESPath selection and assertions over plain data (Job / Task / Pod CR objects, module results).
 
 Users select Jobs for a guarded stop and state success conditions in the launch manifest as JMESPath

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Team records as YAML files: ``<records_dir>/<job>/<UTC timestamp>/<kind>.yml``, secrets masked.
 
 Seed 001 asks for a run record linking the manifest version, profile version, Job name and the

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Mask secrets in anything rlark.ops writes or returns: records, findings, filter results.
 
 Two detectors: by **name** (a key, env name or ``key=value`` left side whose words include

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Render the rlinf.io/v1alpha1 Job that a launch manifest and its deployment profile describe.
 
 The output follows seed 001 ("Job YAML structure") and the platform facts: the head template is

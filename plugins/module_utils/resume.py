@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build a new Job from an existing one: the full stored spec, a new name, an explicit ``stopped``
 and optionally an RLinf ``runner.resume_dir`` override in the head task's ``runScript``.
 

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Review a Job against seed 001 (stop conditions, Step 6 YAML review) and the platform gotchas.
 
 ``review_job(job, manifest, profile)`` returns findings ``{id, severity, path, message, hint}``;

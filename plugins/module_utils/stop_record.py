@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The stop record the guarded-stop runbook asks a person to keep, built from what is known.
 
 Every item is filled from the live Job, the checkpoint gate and (when given) the launch manifest;

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Verification of a submitted Job: "submitted" and "running" apart, log signals, resume continuity.
 
 A StatefulSet Task never reports Succeeded or Failed, so "no failure" proves nothing: a Job counts as

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Shared pieces of the rlark_job / rlark_node_match integration tests (not a test module).
 
 Modules run through ``ansible-playbook`` (so ``--check`` and ``--diff`` are the real thing) with the

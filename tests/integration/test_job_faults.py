@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Retries proven against the real API server through a fault-injecting proxy.
 
 The proxy listens on 127.0.0.1 (plain HTTP), forwards every request to the sandbox's kube-apiserver

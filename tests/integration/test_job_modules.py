@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """rlark_job / rlark_job_info against the sandbox: real kube-apiserver + etcd, rlark-sim as RLark.
 
 Modules run through ``ansible-playbook`` (so ``--check`` and ``--diff`` are the real thing) with the

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """rlark_node_match on the sandbox fleet: every finding id reproduced against the real API server.
 
 Fleet (seeded by the sandbox): rlark-a100 {a100-01 head, a100-02/03 rollout, dual-01 spare},

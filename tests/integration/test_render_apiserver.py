@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every Job rendered by the unit tests is accepted by the sandbox's real kube-apiserver.
 
 Server-side dry run (``dryRun=All``) with ``fieldValidation=Strict`` and no ``Warning`` header:

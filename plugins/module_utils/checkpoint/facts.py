@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a listing knows about one ``global_step_*`` directory, gathered in one pass.
 
 Every file is counted (files, bytes, newest mtime); only the few whose names the layout rules

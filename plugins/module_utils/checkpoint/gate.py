@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The gate: is ``global_step_N`` complete by the rules of its runner and backend, and quiet?
 
 ``run_gate(source, options)`` walks the source once (local directory or S3 prefix), judges the

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """RLinf checkpoint layouts as data: what each runner x backend writes into ``global_step_N``.
 
 This is the "Completeness rules" table of docs/rlinf-checkpoints.md turned into functions that

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Checkpoints on the local file system (a node's hostPath): one scandir walk, standard library only.
 
 The walk visits each ``global_step_*`` directory once with ``os.scandir`` on directory file

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Checkpoints in S3-compatible object storage: stream ListObjectsV2, aggregate per step.
 
 Pages are consumed as they arrive (continuation tokens until ``IsTruncated`` is false, never one

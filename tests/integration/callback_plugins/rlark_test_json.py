@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Stdout callback for the integration-test helpers: all task results as one JSON document.
 
 ansible-core 2.19 no longer ships a json callback (it lives in ansible.posix, not installed here).

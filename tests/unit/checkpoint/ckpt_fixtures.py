@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Test-only generator of RLinf checkpoint trees, written from the completeness table by hand.
 
 It deliberately does not import the collection's ``layouts`` module: the tests compare two

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """An in-memory stand-in for the API server, plugged into ``kube.Client`` as its transport.
 
 It implements just what the core uses: GET/list with label selectors (``=``, ``in``), limit/continue,

@@ -1,5 +1,5 @@
 # Copyright: rlark.ops contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One broken input per stop condition of seed 001, Step 6 review item and platform gotcha.
 
 Each case breaks a single field of a clean example and expects the matching finding id and
