@@ -17,11 +17,7 @@ import stat
 import time
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import REPLAY_KEPT, StepFacts, keeps_all
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import (
-    INTERESTING_SUFFIXES,
-    STEP_LIKE,
-    GateError,
-)
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -101,10 +97,6 @@ class LocalSource:
             return fh.read(limit)
 
 
-def _ignore(_name):
-    return None
-
-
 def walk_step(step_path, name):
     """One pass over a step directory: count every file, keep the interesting ones."""
     facts = StepFacts(name)
@@ -112,7 +104,6 @@ def walk_step(step_path, name):
     files = 0
     total = 0
     newest = -1.0
-    suffixes = INTERESTING_SUFFIXES
     entries = facts.entries
     stack = [""]
     while stack:
@@ -128,7 +119,7 @@ def walk_step(step_path, name):
         prefix = rel + "/" if rel else ""
         keep_all = keeps_all(prefix)
         # files of Megatron mp_rank_* directories are looked up by path only: no name index needed
-        add_name = _ignore if "/mp_rank_" in path else names.add
+        add_name = None if "/mp_rank_" in path else names.add
         try:
             with os.scandir(fd) as it:
                 for entry in it:
@@ -143,20 +134,20 @@ def walk_step(step_path, name):
                         facts.errors.append(_describe_oserror(path + "/" + ename, exc))
                         continue
                     files += 1
-                    size = st.st_size
-                    total += size
+                    total += st.st_size
                     mtime = st.st_mtime
                     if mtime > newest:
                         newest = mtime
-                    if ename.endswith(suffixes) and (keep_all or ename.endswith(REPLAY_KEPT)):
-                        add_name(ename)
+                    # keep every name except a replay buffer's trajectories: the rules name what they need
+                    if keep_all or ename.endswith(REPLAY_KEPT):
                         entries[prefix + ename] = mtime
-                        if ename[-4:] == ".tmp":
-                            facts.leftovers.append(prefix + ename)
+                        if add_name is not None:
+                            add_name(ename)
         except OSError as exc:
             facts.errors.append(_describe_oserror(path, exc))
         finally:
             os.close(fd)
+    facts.leftovers = [rel for rel in entries if rel.endswith(".tmp")]
     facts.dirs = set(index)
     facts.dirs.discard("")
     facts.files = files
