@@ -763,7 +763,7 @@ def run_gate(source, options):
         "world_size": chosen.world_size,
         "rule": chosen.rule,
         "missing": list(chosen.missing),
-        "problems": list(chosen.problems) + notes,
+        "problems": _missing_finding(chosen) + list(chosen.problems) + notes,
         "files": chosen.files,
         "bytes": chosen.bytes,
         "newest_mtime": chosen.newest,
@@ -771,6 +771,22 @@ def run_gate(source, options):
         "newest_step": numbered[0].step,
         "steps": steps,
     }
+
+
+def _missing_finding(v):
+    """``missing`` as one error finding too, so ``problems`` alone tells the whole story."""
+    if not v.missing:
+        return []
+    shown = ", ".join(v.missing[:6]) + (", ..." if len(v.missing) > 6 else "")
+    return [
+        finding(
+            "missing-entries",
+            "%d required entr%s of %s missing: %s"
+            % (len(v.missing), "y" if len(v.missing) == 1 else "ies", v.name, shown),
+            path=v.missing[0],
+            hint="the save did not finish; do not resume from this step",
+        )
+    ]
 
 
 def _order_key(v):
@@ -786,7 +802,7 @@ def incomplete_message(result):
         result["runner"] or "unknown",
         result["backend"] or "unknown",
     )
-    errors = [p for p in result["problems"] if p["severity"] == ERROR]
+    errors = [p for p in result["problems"] if p["severity"] == ERROR and p["id"] != "missing-entries"]
     parts = []
     if result["missing"]:
         miss = result["missing"]

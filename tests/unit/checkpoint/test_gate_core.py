@@ -285,3 +285,13 @@ def test_infer_grid():
     assert L.infer_grid(["mp_rank_00_000", "mp_rank_00_001"], pp=2)[0] == (1, 2, 1)
     assert L.infer_grid(["mp_rank_00_000", "mp_rank_00_001"], ep=2)[0] == (1, 1, 2)
     assert L.infer_grid(["mp_rank_00", "mp_rank_02"])[0] is None
+
+
+def test_missing_entries_are_also_a_finding_and_the_message_says_them_once(tmp_path):
+    seed(tmp_path, (10, "marker-missing"))
+    r = gate(tmp_path)
+    found = [p for p in r["problems"] if p["id"] == "missing-entries"]
+    assert found and found[0]["severity"] == "error" and "full_weights.pt" in found[0]["message"]
+    msg = incomplete_message(r)
+    assert "1 required entry is missing (actor/model_state_dict/full_weights.pt)" in msg
+    assert found[0]["message"] not in msg
