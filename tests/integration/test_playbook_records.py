@@ -58,7 +58,7 @@ def test_stop_and_resume_records_hold_every_item_and_no_secret(sandbox, tmp_path
         assert w.records_of("original-job"), "the original Job YAML was not saved"
 
         leaked = []
-        for base, _, files in os.walk(w.records):
+        for base, _dirs, files in os.walk(w.records):
             for name in files:
                 with open(os.path.join(base, name)) as fh:
                     text = fh.read()
