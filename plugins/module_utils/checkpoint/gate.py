@@ -406,6 +406,16 @@ def judge_structure(facts, opts, now):
                 return v
         v.world_size = opts["actor_world_size"]
     else:
+        sizes = [
+            (n, opts[n]) for n in ("tensor_parallel", "pipeline_parallel", "expert_parallel") if (opts[n] or 1) > 1
+        ]
+        if sizes:
+            v.problem(
+                "parallel-sizes-ignored",
+                "%s apply to Megatron only; this step is an FSDP checkpoint, sharded by the actor world size"
+                % ", ".join("%s=%d" % s for s in sizes),
+                severity=WARNING,
+            )
         v.world_size, groups = infer_world_size(v, facts, children, opts["actor_world_size"])
         if v.world_size is None:
             _quiet(v, opts, now)

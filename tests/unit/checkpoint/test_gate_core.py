@@ -295,3 +295,10 @@ def test_missing_entries_are_also_a_finding_and_the_message_says_them_once(tmp_p
     msg = incomplete_message(r)
     assert "1 required entry is missing (actor/model_state_dict/full_weights.pt)" in msg
     assert found[0]["message"] not in msg
+
+
+def test_parallel_sizes_on_a_detected_fsdp_step_are_a_warning(tmp_path):
+    seed(tmp_path, (10, "complete"))
+    r = run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120, "tensor_parallel": 2})
+    assert r["complete"] and r["backend"] == "fsdp"
+    assert [p["severity"] for p in r["problems"] if p["id"] == "parallel-sizes-ignored"] == ["warning"]
