@@ -50,10 +50,6 @@ def hostpath_results(plan, loop_results):
     return placement.hostpath_results(plain(plan), outputs)
 
 
-def discount_own_usage(findings, resource):
-    return placement.discount_own_usage(plain(findings), plain(resource))
-
-
 def node_host(node, hostvars, groups):
     return placement.host_for_node(plain(node), _hosts(hostvars), plain(dict(groups or {})))
 
@@ -186,7 +182,6 @@ class FilterModule:
             "refusal": refusal,
             "select_jobs": select_jobs,
             "checkpoint_location": checkpoint_location,
-            "discount_own_usage": discount_own_usage,
             "expected_nodes": expected_nodes,
             "gate_summary": gate_summary,
             "log_record_name": log_record_name,

@@ -2,8 +2,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Findings: the one shape every refusal and review result takes.
 
-A finding is a plain dict ``{id, severity, path, message, hint}`` so that it travels unchanged
-through module results, filters, records and JSON. Ids are stable kebab-case strings documented in
+A finding is a plain dict ``{id, severity, path, message, hint}`` (plus optional machine-readable
+keys such as ``node``/``namespace``) so that it travels unchanged through module results, filters,
+records and JSON. Ids are stable kebab-case strings documented in
 ``docs/findings.md``; severities are ``error`` (blocks the action) and ``warning`` (reported only).
 """
 
@@ -16,11 +17,16 @@ WARNING = "warning"
 SEVERITIES = (ERROR, WARNING)
 
 
-def finding(id, message, severity=ERROR, path="", hint=""):
-    """Build one finding dict; ``path`` is a dotted/indexed location such as ``spec.tasks[0].name``."""
+def finding(id, message, severity=ERROR, path="", hint="", **extra):
+    """Build one finding dict; ``path`` is a dotted/indexed location such as ``spec.tasks[0].name``.
+
+    ``extra`` adds machine-readable keys (e.g. ``node``, ``namespace``) so callers never parse ``message``.
+    """
     if severity not in SEVERITIES:
         raise ValueError("unknown severity %r" % (severity,))
-    return {"id": id, "severity": severity, "path": path, "message": message, "hint": hint}
+    built = {"id": id, "severity": severity, "path": path, "message": message, "hint": hint}
+    built.update(extra)
+    return built
 
 
 def errors(findings):

@@ -4,7 +4,8 @@
 
 The API server filters the Node CRs of every namespace by label, so only matches travel; the
 lists run in parallel on a few connections because each one costs a full scan on the server.
-Kept apart from ``jobs.py`` so that ``rlark_node_match`` (module or action plugin) imports only what it uses.
+Kept apart from ``jobs.py`` (it borrows only the two reads of a re-proven Job) so that ``rlark_node_match``
+(module or action plugin) imports only what it uses.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,12 +16,14 @@ import datetime
 import threading
 
 from ansible_collections.rlark.ops.plugins.module_utils.findings import has_errors, render
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import POD_TASK_LABEL, get_job, list_pods
 from ansible_collections.rlark.ops.plugins.module_utils.kube import (
     AUTH_OPTIONS,
     KubeError,
     client_from_params,
     resource_path,
 )
+from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
 from ansible_collections.rlark.ops.plugins.module_utils.selectors import (
     placement_label_selector,
     prove_selectors,
@@ -34,6 +37,8 @@ except AttributeError:  # pragma: no cover - Python 2 is not supported
 
 NODES = resource_path("nodes")
 MAX_CONNECTIONS = 4
+# Terminal pods no longer count in a Node's status.used.
+TERMINAL_POD_PHASES = ("Succeeded", "Failed")
 
 
 def fetch_node_matches(client, label_selectors, connections=MAX_CONNECTIONS):
@@ -72,6 +77,38 @@ def fetch_node_matches(client, label_selectors, connections=MAX_CONNECTIONS):
     return result, newest
 
 
+def own_usage(task_templates, pods):
+    """``{(namespace, node): {resource: amount}}`` held by a Job's own non-terminal pods.
+
+    ``task_templates`` maps a Task object name (``<job>-<task>``) to its per-worker requests; a pod
+    belongs to a Task by its ``rlark.io/task-name`` label. RLark's Node ``status.used`` is the sum of
+    the requests of the non-terminal pods on the node, so this is the Job's share of it.
+    """
+    usage = {}
+    for pod in pods or []:
+        meta = pod.get("metadata") or {}
+        status = pod.get("status") or {}
+        requests = task_templates.get((meta.get("labels") or {}).get(POD_TASK_LABEL))
+        if not requests or not status.get("node") or status.get("phase") in TERMINAL_POD_PHASES:
+            continue
+        held = usage.setdefault((meta.get("namespace"), status["node"]), {})
+        for resource, amount in requests.items():
+            held[resource] = held.get(resource, 0) + amount
+    return usage
+
+
+def read_own_usage(client, name):
+    """``own_usage()`` of the live Job ``name``: its templates' requests times its pods per node.
+
+    Two reads (the Job, its Pod CRs); an absent Job holds nothing.
+    """
+    job = get_job(client, name)
+    if job is None:
+        return {}
+    requests = {task_object_name(name, t["name"]): t["requests"] for t in selectors_from_job(job) if t.get("name")}
+    return own_usage(requests, list_pods(client, sorted(requests)) if requests else [])
+
+
 def auth_from(params):
     return {name: params.get(name) for name in AUTH_OPTIONS}
 
@@ -89,19 +126,26 @@ def node_match(params, log=None):
     try:
         wanted = [placement_label_selector(t.get("selector")) for t in tasks if t.get("selector")]
         nodes_by_selector, resource_version = fetch_node_matches(client, wanted)
+        own_used = read_own_usage(client, params["own_job"]) if params.get("own_job") else None
     except KubeError as exc:
         exc.counts = {"api_calls": client.api_calls, "api_retries": client.retries}
         raise
     finally:
         client.close()
     entries, findings = prove_selectors(
-        tasks, nodes_by_selector, params.get("cluster_id"), params.get("expected_nodes"), path_prefix=path_prefix
+        tasks,
+        nodes_by_selector,
+        params.get("cluster_id"),
+        params.get("expected_nodes"),
+        path_prefix=path_prefix,
+        own_used=own_used,
     )
     proof = {
         "checked_at": datetime.datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "api_server": client.server,
         "resource_version": resource_version,
         "cluster_id": params.get("cluster_id"),
+        "own_job": params.get("own_job"),
         "tasks": entries,
     }
     ok = not has_errors(findings)

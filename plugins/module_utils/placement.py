@@ -222,26 +222,3 @@ __all__ = [
     "matched_nodes_by_task",
     "stat_script",
 ]
-
-
-def discount_own_usage(findings, resource):
-    """Downgrade ``node-insufficient-resources`` on nodes where this very Job's pods already run.
-
-    A Node's ``status.used`` includes the pods of the Job being re-proven (a second migrate run), so
-    the free capacity looks short by exactly what the Job itself holds there.
-    """
-    job_name = (((resource or {}).get("job") or {}).get("metadata") or {}).get("name")
-    own = set()
-    for pod in (resource or {}).get("pods") or []:
-        node = (pod.get("status") or {}).get("node")
-        if node:
-            own.add(node)
-    out = []
-    for f in findings or []:
-        if f.get("id") == "node-insufficient-resources" and job_name:
-            named = [n for n in own if ("/%s " % n) in f.get("message", "") or (" %s " % n) in f.get("message", "")]
-            if named:
-                note = " (Job %s itself holds these resources there)" % job_name
-                f = dict(f, severity="warning", message=f["message"] + note)
-        out.append(f)
-    return out

@@ -189,9 +189,15 @@ def cluster_namespace(cluster_id):
     return cluster_id if cluster_id.startswith("rlark-") or cluster_id == DEFAULT_NAMESPACE else "rlark-" + cluster_id
 
 
-def _node_findings(task, node, index, path):
+def _node_findings(task, node, index, path, own_used=None):
+    """Findings about one matched node; each carries ``node`` and ``namespace`` for machine use.
+
+    ``own_used`` is what the re-proven Job's own pods hold on this node: they are already counted
+    in ``status.used``, and they are the very pods the proof is about, so they do not compete.
+    """
     found = []
     where = "%s/%s" % (node["namespace"], node["name"])
+    about = {"node": node["name"], "namespace": node["namespace"]}
     if node["phase"] != "Online":
         found.append(
             finding(
@@ -199,6 +205,7 @@ def _node_findings(task, node, index, path):
                 "Task %r matches node %s, which is %s." % (task["name"], where, node["phase"]),
                 path=path,
                 hint="Fix the node or select another one.",
+                **about,
             )
         )
     if not node["schedulable"]:
@@ -208,6 +215,7 @@ def _node_findings(task, node, index, path):
                 "Task %r matches node %s, which is cordoned (spec.unschedulable)." % (task["name"], where),
                 path=path,
                 hint="Uncordon it or select another node.",
+                **about,
             )
         )
     if node["disk_pressure"]:
@@ -217,30 +225,36 @@ def _node_findings(task, node, index, path):
                 "Task %r matches node %s, which reports disk pressure." % (task["name"], where),
                 path=path,
                 hint="Free disk space on the node before pods land there.",
+                **about,
             )
         )
+    own_used = own_used or {}
     for resource, amount in sorted((task.get("requests") or {}).items()):
         if amount <= 0:
             continue
-        free = _quantity(node["allocatable"].get(resource, 0)) - _quantity(node["used"].get(resource, 0))
+        used = _quantity(node["used"].get(resource, 0)) - own_used.get(resource, 0)
+        free = _quantity(node["allocatable"].get(resource, 0)) - max(used, 0)
         if free < amount:
+            own = " (not counting %g held by the Job's own pods)" % own_used[resource] if own_used.get(resource) else ""
             found.append(
                 finding(
                     "node-insufficient-resources",
-                    "Node %s has %g %s free (allocatable minus used), task %r needs %g per worker."
-                    % (where, free, resource, task["name"], amount),
+                    "Node %s has %g %s free (allocatable minus used%s), task %r needs %g per worker."
+                    % (where, free, resource, own, task["name"], amount),
                     path=path,
                     hint="Pick a node with free capacity or stop what uses it.",
+                    **about,
                 )
             )
     return found
 
 
-def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_prefix="spec.tasks"):
+def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_prefix="spec.tasks", own_used=None):
     """Proof entry and findings for one task, given the Node CRs its placement selector matched.
 
     ``nodes`` are in the API's list order; RLark takes the namespace of the first Node matching
-    the resolution selector, and the agent of that cluster places the pods there.
+    the resolution selector, and the agent of that cluster places the pods there. ``own_used`` is
+    ``nodes.own_usage()`` of the Job being re-proven (None: count every pod as used).
     """
     path = "%s[%d].nodeSelector" % (path_prefix, index)
     selector = task.get("selector") or {}
@@ -333,8 +347,12 @@ def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_pr
                 hint="Make replicas equal the number of selected nodes.",
             )
         )
+    own_used = own_used or {}
     for node in placed:
-        found.extend(_node_findings(task, node, index, path))
+        held = own_used.get((node["namespace"], node["name"]))
+        if held:
+            node["own_used"] = dict(held)
+        found.extend(_node_findings(task, node, index, path, held))
     if expected_nodes is not None:
         want = sorted(expected_nodes)
         have = sorted(n["name"] for n in placed)
@@ -363,12 +381,14 @@ def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_pr
     return entry, found
 
 
-def prove_selectors(tasks, nodes_by_selector, cluster_id=None, expected_nodes=None, path_prefix="spec.tasks"):
+def prove_selectors(
+    tasks, nodes_by_selector, cluster_id=None, expected_nodes=None, path_prefix="spec.tasks", own_used=None
+):
     """The uniqueness proof for all tasks: ``(per-task entries, findings)``.
 
     ``nodes_by_selector`` maps ``placement_label_selector(task selector)`` to the matching Node CRs
     in every namespace (as listed by the API); ``expected_nodes`` maps task names to recorded node
-    names.
+    names; ``own_used`` is ``nodes.own_usage()`` of the Job being re-proven.
     """
     entries = []
     found = []
@@ -376,7 +396,7 @@ def prove_selectors(tasks, nodes_by_selector, cluster_id=None, expected_nodes=No
         key = placement_label_selector(task.get("selector"))
         nodes = nodes_by_selector.get(key, []) if task.get("selector") else []
         expected = None if expected_nodes is None else expected_nodes.get(task.get("name"))
-        entry, task_found = prove_task(task, nodes, index, cluster_id, expected, path_prefix)
+        entry, task_found = prove_task(task, nodes, index, cluster_id, expected, path_prefix, own_used)
         entries.append(entry)
         found.extend(task_found)
     return entries, found

@@ -76,6 +76,15 @@ options:
     description:
       - The admin's recorded match list per task name, for drift detection.
     type: dict
+  own_job:
+    description:
+      - Name of a live Job whose own pods do not count as used, so re-proving a running Job (a second migrate
+        run) does not report the GPUs it holds itself as taken.
+      - A Node's C(status.used) is the sum of the requests of its non-terminal pods; the proof subtracts this Job's
+        template requests times its non-terminal Pod CRs (label C(rlark.io/task-name)) on each node before comparing
+        allocatable minus used with the per-worker request.
+      - Costs two more reads (the Job, its Pod CRs); an absent Job holds nothing.
+    type: str
   fail_on_findings:
     description:
       - Fail when any finding is an error.
@@ -103,6 +112,11 @@ EXAMPLES = r"""
       actor: [a100-01]
       rollout: [a100-02, a100-03]
   register: selector_proof
+
+- name: Re-prove a Job that already runs (its own pods do not count as used)
+  rlark.ops.rlark_node_match:
+    job: "{{ rendered_job }}"
+    own_job: "{{ rendered_job.metadata.name }}"
 
 - name: Prove two selectors and only report problems
   rlark.ops.rlark_node_match:
@@ -134,15 +148,27 @@ proof:
       description: The newest list resourceVersion among the Node lists.
       type: str
       returned: always
+    cluster_id:
+      description: The O(cluster_id) checked against, if any.
+      type: str
+      returned: always
+    own_job:
+      description: The O(own_job) whose pods were not counted as used, if any.
+      type: str
+      returned: always
     tasks:
       description: Per task, C(name), C(selector), C(resolution_selector), C(label_selector), C(replicas), C(head),
-        C(matches) (name, namespace, cluster, phase, schedulable, disk_pressure, allocatable, used), C(count),
-        C(cluster), C(clusters) and C(ok).
+        C(matches) (name, namespace, cluster, phase, schedulable, disk_pressure, allocatable, used, and
+        C(own_used) when O(own_job)'s pods hold resources on that node), C(count), C(cluster), C(clusters) and C(ok).
       type: list
       elements: dict
       returned: always
 findings:
-  description: Findings, each C({id, severity, path, message, hint}).
+  description:
+    - Findings, each C({id, severity, path, message, hint}); every id is documented in the collection's
+      C(docs/findings.md).
+    - Findings about one node (C(node-offline), C(node-cordoned), C(node-disk-pressure),
+      C(node-insufficient-resources)) also carry C(node) and C(namespace), the Node CR they are about.
   returned: always
   type: list
   elements: dict

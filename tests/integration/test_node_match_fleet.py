@@ -144,3 +144,30 @@ def test_controller_side_run_reports_api_errors_as_one_sentence(sandbox):
     assert result["failed"] and result["status"]["code"] == 401
     assert result["msg"].startswith("The API server rejected GET /apis/rlinf.io/v1alpha1/nodes with 401")
     assert "not-a-token" not in json.dumps(result)
+
+
+def test_rerun_on_a_running_job_does_not_count_its_own_gpus(sandbox, cleanup):
+    """A running Job holding all 8 GPUs of h100-01: short without own_job, proven with it."""
+    name = unique()
+    cleanup.append(name)
+    job = support.demo_job(name)
+    head = dict(job["spec"]["tasks"][0], nodeSelector={"kubernetes.io/hostname": "h100-01"})
+    head.pop("runScript")  # no trainer: only the pod's placement matters here
+    main = head["kubernetes"]["workload"]["template"]["spec"]["containers"][0]
+    main["resources"] = {"requests": {"cpu": "1", "nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}}
+    job["spec"]["tasks"] = [head]
+    created = run_module(sandbox, "rlark_job", {"definition": job, "wait": True, "wait_timeout": 180})
+    assert created["changed"] and not created.get("failed"), created.get("msg")
+
+    plain = run_module(
+        sandbox, "rlark_node_match", {"job": job, "fail_on_findings": False}, kubeconfig=sandbox.kubeconfig_viewer
+    )
+    short = [f for f in plain["findings"] if f["id"] == "node-insufficient-resources"]
+    assert [(f["node"], f["namespace"], f["severity"]) for f in short] == [("h100-01", "rlark-h100", "error")]
+
+    args = {"job": job, "own_job": name, "cluster_id": "h100"}
+    proven = run_module(sandbox, "rlark_node_match", args, kubeconfig=sandbox.kubeconfig_viewer)
+    assert not proven.get("failed"), proven.get("msg")
+    assert proven["findings"] == [] and proven["proof"]["own_job"] == name
+    assert proven["proof"]["tasks"][0]["matches"][0]["own_used"] == {"nvidia.com/gpu": 8}
+    assert proven["api_calls"] - proven["api_retries"] == 3  # the Node list, the Job, its Pod CRs

@@ -46,3 +46,50 @@ def test_nothing_to_fetch():
     client = make_client(FakeApi())
     assert nodes.fetch_node_matches(client, []) == ({}, None)
     assert client.api_calls == 0
+
+
+# ------------------------------------------------------------ a re-proven Job's own pods
+def pod(name, task, node, phase="Running", ns="rlark-a100"):
+    labels = {"rlark.io/task-name": task}
+    return {"metadata": {"name": name, "namespace": ns, "labels": labels}, "status": {"phase": phase, "node": node}}
+
+
+def test_own_usage_is_template_requests_times_live_pods_per_node():
+    requests = {"j-actor": {"nvidia.com/gpu": 8}, "j-rollout": {"nvidia.com/gpu": 2}, "j-env": {}}
+    pods = [
+        pod("p1", "j-actor", "a100-01"),
+        pod("p2", "j-rollout", "a100-02"),
+        pod("p3", "j-rollout", "a100-02"),
+        pod("p4", "j-rollout", "a100-03", phase="Succeeded"),  # terminal: no longer in status.used
+        pod("p5", "j-rollout", None, phase="Pending"),  # not placed yet
+        pod("p6", "other-rollout", "a100-02"),  # another Job's pod
+        pod("p7", "j-env", "a100-02"),  # no accelerator request
+        pod("p8", "j-actor", "a100-01", ns="rlark-h100"),
+    ]
+    assert nodes.own_usage(requests, pods) == {
+        ("rlark-a100", "a100-01"): {"nvidia.com/gpu": 8},
+        ("rlark-a100", "a100-02"): {"nvidia.com/gpu": 4},
+        ("rlark-h100", "a100-01"): {"nvidia.com/gpu": 8},
+    }
+
+
+def test_read_own_usage_of_an_absent_job_is_one_call():
+    client = make_client(FakeApi())
+    assert nodes.read_own_usage(client, "nope") == {}
+    assert client.api_calls == 1
+
+
+def test_read_own_usage_of_a_live_job():
+    api = FakeApi()
+    gpu = {"containers": [{"name": "main", "resources": {"requests": {"nvidia.com/gpu": "4"}}}]}
+    template = {"name": "rollout", "kubernetes": {"workload": {"replicas": 2, "template": {"spec": gpu}}}}
+    api.add("jobs", {"metadata": {"name": "j"}, "spec": {"tasks": [template]}})
+    api.add("pods", pod("p1", "j-rollout", "a100-02"))
+    api.add("pods", pod("p2", "j-rollout", "a100-03"))
+    api.add("pods", pod("p3", "k-rollout", "a100-03"))
+    client = make_client(api)
+    assert nodes.read_own_usage(client, "j") == {
+        ("rlark-a100", "a100-02"): {"nvidia.com/gpu": 4},
+        ("rlark-a100", "a100-03"): {"nvidia.com/gpu": 4},
+    }
+    assert client.api_calls == 2

@@ -182,3 +182,31 @@ def test_selectors_from_job_reads_requests_and_defaults():
             "requests": {"nvidia.com/gpu": 8.0, "rlinf.io/device-arm": 1.0},
         }
     ]
+
+
+# ------------------------------------------------------------ node findings name the node; own pods do not compete
+def test_node_findings_carry_node_and_namespace():
+    task = {"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 2, "requests": {"nvidia.com/gpu": 4}}
+    _entries, found = prove([task])
+    assert [(f["id"], f["namespace"], f["node"]) for f in found] == [
+        ("node-insufficient-resources", "rlark-a100", "a100-03")
+    ]
+    _entries, found = prove([{"name": "t", "selector": {"kubernetes.io/hostname": "h100-02"}}])
+    assert [(f["id"], f["namespace"], f["node"]) for f in found] == [("node-offline", "rlark-h100", "h100-02")]
+
+
+def test_own_pods_are_not_counted_as_used():
+    task = {"name": "t", "selector": {"rlinf.io/pool": "rollout"}, "replicas": 2, "requests": {"nvidia.com/gpu": 4}}
+    # a100-03 reports 6 GPUs used; 4 of them are this Job's own pod: 2 + 4 free would not do, 6 free does.
+    own = {("rlark-a100", "a100-03"): {"nvidia.com/gpu": 4}}
+    entries, found = prove([task], own_used=own)
+    assert found == []
+    assert [m.get("own_used") for m in entries[0]["matches"]] == [None, {"nvidia.com/gpu": 4}]
+    # Own usage elsewhere (another cluster's node of the same name) does not help.
+    _entries, found = prove([task], own_used={("rlark-h100", "a100-03"): {"nvidia.com/gpu": 4}})
+    assert [f["id"] for f in found] == ["node-insufficient-resources"]
+    # What the Job holds is subtracted once, never below zero used: still short when the request exceeds allocatable.
+    big = dict(task, requests={"nvidia.com/gpu": 9})
+    _entries, found = prove([big], own_used={("rlark-a100", "a100-03"): {"nvidia.com/gpu": 40}})
+    assert sorted(f["node"] for f in found) == ["a100-02", "a100-03"]
+    assert "not counting 40" in next(f for f in found if f["node"] == "a100-03")["message"]
