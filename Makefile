@@ -19,12 +19,13 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
         lint ruff ansible-lint sanity unit integration it-playbooks it-api it-upstream integration-upstream \
-        test demo bench clean
+        test molecule demo bench clean
 
 help:
 	@echo "make demo            migrate, guarded stop and resume on the local sandbox"
 	@echo "make test            ruff, ansible-lint, ansible-test sanity, unit and integration tests"
 	@echo "make sandbox-up      start (or reuse) the local RLark sandbox; sandbox-down / sandbox-status"
+	@echo "make molecule        molecule scenarios (idempotence) against the sandbox"
 	@echo "make bench           performance figures (bench/)"
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -127,6 +128,15 @@ integration-upstream: venv collection sandbox-build
 	$(call run_pytest,integration-upstream,$(IT) -q --sandbox-crds=upstream)
 
 test: lint sanity unit integration
+
+# Molecule scenarios (extensions/molecule) against the sandbox. Molecule keeps per-scenario state under
+# ~/.ansible/tmp: reset it first so an interrupted earlier run cannot make it skip `prepare`.
+MOLECULE_SCENARIOS := migrate guarded_stop
+molecule: venv collection sandbox-up
+	@set -e; for s in $(MOLECULE_SCENARIOS); do \
+	  MOLECULE_PROJECT_DIRECTORY=$(CURDIR) $(BIN)/molecule reset -s $$s >/dev/null 2>&1 || true; \
+	  echo ">> molecule test -s $$s"; MOLECULE_PROJECT_DIRECTORY=$(CURDIR) $(BIN)/molecule test -s $$s; \
+	done
 
 demo: venv collection sandbox-up
 	@bash examples/sandbox/demo.sh
