@@ -26,7 +26,25 @@ pytestmark = pytest.mark.sandbox
 cleanup = support.cleanup
 
 
-class FaultProxy:
+class LocalServer:
+    """A threaded HTTP server on 127.0.0.1 that runs for the duration of a ``with`` block."""
+
+    def serve(self, handler):
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.server.server_port
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FaultProxy(LocalServer):
     """A threaded reverse proxy with a fault script; ``log`` records (method, path, outcome)."""
 
     def __init__(self, upstream, ca_cert, faults):
@@ -92,18 +110,7 @@ class FaultProxy:
 
             do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _handle
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self.server.server_port
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
 
 FAULTS = ["503", "503", "reset", "429:2"]
@@ -150,7 +157,7 @@ def test_create_through_a_reset_after_apply_is_not_duplicated(sandbox, cleanup):
     assert client.retries == 2
 
 
-class ConnectProxy:
+class ConnectProxy(LocalServer):
     """A minimal HTTP CONNECT proxy on 127.0.0.1 that records the tunnels it opens."""
 
     def __init__(self):
@@ -170,18 +177,7 @@ class ConnectProxy:
                 self.close_connection = True
                 pipe(self.connection, upstream)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self.server.server_port
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
 
 def pipe(client_sock, upstream):
