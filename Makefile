@@ -19,7 +19,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
         lint ruff ansible-lint sanity unit integration it-playbooks it-api it-upstream integration-upstream \
-        test molecule demo bench clean
+        test molecule demo bench ee clean
 
 help:
 	@echo "make demo            migrate, guarded stop and resume on the local sandbox"
@@ -27,6 +27,7 @@ help:
 	@echo "make sandbox-up      start (or reuse) the local RLark sandbox; sandbox-down / sandbox-status"
 	@echo "make molecule        molecule scenarios (idempotence) against the sandbox"
 	@echo "make bench           performance figures (bench/)"
+	@echo "make ee              collection tarball + execution-environment build context (ansible-builder)"
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@echo ">> creating $(VENV) and installing requirements-dev.txt"
@@ -140,6 +141,16 @@ molecule: venv collection sandbox-up
 
 demo: venv collection sandbox-up
 	@bash examples/sandbox/demo.sh
+
+# Execution environment: the collection tarball (dist/) and the ansible-builder context (.build/ee).
+# With podman or docker, `ansible-builder build -t rlark-ops-ee -f execution-environment.yml` builds the image.
+COLL_VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+ee: venv
+	@echo ">> collection tarball dist/rlark-ops-$(COLL_VERSION).tar.gz"
+	@$(BIN)/ansible-galaxy collection build --force --output-path dist . >/dev/null
+	@echo ">> ansible-builder create -> $(BUILD)/ee"
+	@$(BIN)/ansible-builder create -f execution-environment.yml -c $(BUILD)/ee >/dev/null
+	@echo ">> build the image with: podman build -t rlark-ops-ee:$(COLL_VERSION) -f $(BUILD)/ee/Containerfile $(BUILD)/ee"
 
 bench: venv collection sandbox-build
 	@$(PY) -m pytest bench -q -s
