@@ -79,10 +79,17 @@ options:
     version_added: 0.1.0
 notes:
   - The API client retries a 429 answer after its C(Retry-After) delay, and 5xx answers and dropped connections
-    with jittered exponential backoff, all within the task's time budget. A create is never resent blindly; the
-    object is read back first.
-  - Every write uses C(fieldValidation=Strict), so a misspelt or unknown field is an error instead of being pruned.
-  - Check mode sends the writes as a server-side dry run (C(dryRun=All)).
+    with jittered exponential backoff, all within the task's time budget.
+  - Lists are read in pages (C(limit)/C(continue)); an expired continue token restarts the list.
 requirements:
   - PyYAML (only to read a kubeconfig file)
+"""
+
+    # Notes of the modules that write (rlark.ops.auth.writes); the read-only ones do not carry them.
+    WRITES = r"""
+options: {}
+notes:
+  - Every write uses C(fieldValidation=Strict), so a misspelt or unknown field is an error instead of being pruned.
+  - Check mode sends the writes as a server-side dry run (C(dryRun=All)).
+  - A create is never resent blindly after a dropped connection; the object is read back first.
 """

@@ -38,13 +38,13 @@ requirements:
 """
 
 EXAMPLES = r"""
-- name: Names of the Running Jobs labelled team=vision
+- name: Names of the Running Jobs of an rlark.ops.rlark_job_info result
   ansible.builtin.debug:
-    msg: "{{ info.resources | rlark.ops.query(\"[?status.phase=='Running'].metadata.name\") }}"
+    msg: "{{ info.resources | rlark.ops.query(\"[?job.status.phase=='Running'].job.metadata.name\") }}"
 
-- name: Every Pod CR of the head Task is Running
+- name: Every Pod CR of the first Job is Running
   ansible.builtin.assert:
-    that: "{{ job | rlark.ops.query(\"pods[?status.phase!='Running'] | length(@) == `0`\", assert=true) }}"
+    that: info.resources[0] | rlark.ops.query("pods[?status.phase!='Running'] | length(@) == `0`", assert=true)
 """
 
 RETURN = r"""

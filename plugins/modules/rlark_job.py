@@ -26,6 +26,7 @@ author:
   - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.auth
+  - rlark.ops.auth.writes
 attributes:
   check_mode:
     support: full
