@@ -426,6 +426,31 @@ def absent_check(client, name):
     return check
 
 
+def phase_check(client, name, phase):
+    """Done when the Job's ``status.phase`` is ``phase``; a Job frozen in another terminal phase never gets there."""
+
+    def check():
+        job = get_job(client, name)
+        current = job_phase(job) if job is not None else None
+        if job is not None and current != phase and current in TERMINAL_PHASES:
+            raise Refused(
+                "Job %r is %s and will never be %s." % (name, current, phase),
+                [
+                    finding(
+                        "wait-phase-unreachable",
+                        "Job %r is %s: RLark never changes the phase of a Succeeded or Failed Job, so it will not "
+                        "become %s." % (name, current, phase),
+                        path="status.phase",
+                        hint="Delete the Job and create a new one (copy_from) to run it again.",
+                    )
+                ],
+            )
+        summary = "phase %s" % (current or "(none yet)") if job is not None else "the Job is gone"
+        return current == phase, summary, {"job": job, "tasks": [], "pods": []}
+
+    return check
+
+
 def read_many(client, jobs, with_nodes=True):
     """``[{job, tasks, pods, nodes}]`` for many Jobs with few calls: Tasks and Pod CRs in chunks of 50."""
     names = sorted(job_name(j) for j in jobs)

@@ -98,6 +98,15 @@ options:
         created) until every Task is Running unless the Job is stopped.
     type: bool
     default: false
+  wait_for:
+    description:
+      - After the action (and after the O(wait) condition, when set), wait until the Job's C(status.phase) is this
+        phase, within O(wait_timeout). For example V(Running) after a create or a start, V(Stopped) after a stop.
+      - RLark reports V(Stopped) before the pods are gone; use O(wait=true) for "no Pod CR left".
+      - A Job that ends V(Succeeded) or V(Failed) instead fails the task at once (RLark never changes those phases).
+      - Not with O(state=absent); V(Stopped) only with O(state=stopped) or a stopped O(state=present) Job.
+    type: str
+    choices: [Pending, Running, Stopped, Succeeded, Failed]
   wait_timeout:
     description:
       - Seconds to wait; also the time budget for retrying API calls.
@@ -128,6 +137,13 @@ EXAMPLES = r"""
     state: stopped
     wait: true
     wait_timeout: 600
+
+- name: Start it again and wait until RLark reports it Running
+  rlark.ops.rlark_job:
+    name: ppo-demo
+    state: started
+    wait_for: Running
+    wait_timeout: 300
 
 - name: Resume from a checkpoint in a new Job
   rlark.ops.rlark_job:
@@ -211,6 +227,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
     get_job,
     list_tasks,
     make_diff,
+    phase_check,
     read_tree,
     set_stopped,
     started_check,
@@ -284,6 +301,17 @@ def wait_for(module, client, state, name, job):
         raise Refused(str(exc), [finding("wait-timeout", str(exc), path="wait_timeout")]) from None
 
 
+def wait_phase(module, client, name):
+    """Wait until the Job's phase is ``wait_for``; returns (tree, wait_log)."""
+    phase = module.params["wait_for"]
+    waiter = Waiter(module.params["wait_timeout"], interval=module.params["wait_sleep"], progress=module.log)
+    try:
+        state = waiter.wait(phase_check(client, name, phase), "Job %s to be %s" % (name, phase))
+    except WaitTimeout as exc:
+        raise Refused(str(exc), [finding("wait-timeout", str(exc), path="wait_timeout")]) from None
+    return read_tree(client, name, job=state["job"]), waiter.log
+
+
 def run(module, client):
     p = module.params
     state = p["state"]
@@ -316,6 +344,9 @@ def run(module, client):
     tree, wait_log = (
         wait_for(module, client, state, name, job or {}) if outcome["changed"] or state != "absent" else (None, [])
     )
+    if p["wait_for"] and not module.check_mode:
+        tree, phase_log = wait_phase(module, client, name)
+        wait_log = wait_log + phase_log
     if state == "absent":
         after = None
         if tree is None:
@@ -357,6 +388,7 @@ def main():
             resume_dir=dict(type="str"),
             allow_pvc_deletion=dict(type="bool", default=False),
             wait=dict(type="bool", default=False),
+            wait_for=dict(type="str", choices=["Pending", "Running", "Stopped", "Succeeded", "Failed"]),
             wait_timeout=dict(type="int", default=300),
             wait_sleep=dict(type="int", default=2),
         ),
@@ -372,6 +404,12 @@ def main():
     )
     if module.params["copy_from"] and module.params["state"] != "present":
         module.fail_json(msg="copy_from needs state=present.")
+    phase, state = module.params["wait_for"], module.params["state"]
+    if phase and (state == "absent" or ((state == "stopped") != (phase == "Stopped") and state != "present")):
+        module.fail_json(
+            msg="wait_for=%s cannot be reached with state=%s: wait for Stopped after state=stopped, for another phase "
+            "after state=started or present, and for none after state=absent." % (phase, state)
+        )
     client = None
     try:
         client = client_from_params(auth_params(module.params), timeout=module.params["wait_timeout"], log=module.log)

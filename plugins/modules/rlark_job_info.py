@@ -42,6 +42,16 @@ options:
     type: list
     elements: str
     default: []
+  field_selectors:
+    description:
+      - Field selectors ANDed together, as in M(kubernetes.core.k8s_info), for example V(status.phase=Running),
+        V(spec.stopped!=true) or V(metadata.name=ppo-demo); C(=), C(==) and C(!=) compare the field as a string
+        (a missing field is the empty string).
+      - RLark's CRDs declare no selectable fields, so the API server filters only C(metadata.name) and
+        C(metadata.namespace); every other field is matched on the listed Jobs the same way.
+    type: list
+    elements: str
+    default: []
   nodes:
     description:
       - Also read the Node CRs the pods run on.
@@ -66,6 +76,15 @@ EXAMPLES = r"""
   rlark.ops.rlark_job_info:
     label_selectors:
       - team=rl
+
+- name: The Running Jobs of a team that are not being stopped
+  rlark.ops.rlark_job_info:
+    label_selectors:
+      - team=rl
+    field_selectors:
+      - status.phase=Running
+      - spec.stopped!=true
+    nodes: false
 """
 
 RETURN = r"""
@@ -109,13 +128,14 @@ status:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rlark.ops.plugins.module_utils import field_selectors
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
     argument_spec,
     auth_params,
     call_counts,
     fail_kube,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import get_job, list_jobs, read_many
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import JOBS, get_job, read_many
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
 
 
@@ -124,28 +144,32 @@ def main():
         argument_spec=argument_spec(
             name=dict(type="str"),
             label_selectors=dict(type="list", elements="str", default=[]),
+            field_selectors=dict(type="list", elements="str", default=[]),
             nodes=dict(type="bool", default=True),
             timeout=dict(type="int", default=120),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    try:
+        server_fields, local_fields = field_selectors.split(field_selectors.parse(p["field_selectors"]))
+    except field_selectors.SelectorError as exc:
+        module.fail_json(msg=str(exc))
     client = None
     try:
         client = client_from_params(auth_params(p), timeout=p["timeout"], log=module.log)
+        selector = ",".join(p["label_selectors"]) or None
         if p["name"]:
             job = get_job(client, p["name"])
             jobs = [job] if job is not None else []
-            selector = ",".join(p["label_selectors"])
-            if jobs and selector:
+            if jobs and (selector or server_fields):
                 # Filter one named Job by the selectors the same way the server would.
-                jobs = client.list(
-                    "/apis/rlinf.io/v1alpha1/jobs",
-                    label_selector=selector,
-                    field_selector="metadata.name=%s" % p["name"],
-                )[0]
+                name_field = "metadata.name=%s" % p["name"]
+                fields = name_field + ("," + server_fields if server_fields else "")
+                jobs = client.list(JOBS, label_selector=selector, field_selector=fields)[0]
         else:
-            jobs = list_jobs(client, ",".join(p["label_selectors"]) or None)
+            jobs = client.list(JOBS, label_selector=selector, field_selector=server_fields)[0]
+        jobs = [j for j in jobs if field_selectors.matches(j, local_fields)]
         resources = read_many(client, jobs, with_nodes=p["nodes"]) if jobs else []
     except KubeError as exc:
         fail_kube(module, exc, changed=False, **call_counts(client))

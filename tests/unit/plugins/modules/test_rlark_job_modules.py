@@ -232,3 +232,44 @@ def test_kube_error_has_no_traceback(monkeypatch, capsys):
         rlark_job_info.main()
     r = json.loads(capsys.readouterr()[0])
     assert r["failed"] and r["msg"].startswith("No API server") and "exception" not in r
+
+
+def test_job_info_field_selectors_filter_locally_beyond_name(monkeypatch, capsys):
+    api = seeded()
+    api.add("jobs", job(name="other", phase="Stopped", stopped=True))
+    args = {"field_selectors": ["status.phase=Running"]}
+    r = run_module(rlark_job_info, args, api, monkeypatch, capsys=capsys)
+    assert [e["job"]["metadata"]["name"] for e in r["resources"]] == ["demo"]
+    r = run_module(rlark_job_info, {"field_selectors": ["metadata.name=other"]}, api, monkeypatch, capsys=capsys)
+    assert [e["job"]["metadata"]["name"] for e in r["resources"]] == ["other"]
+    r = run_module(rlark_job_info, {"field_selectors": ["status.phase"]}, api, monkeypatch, capsys=capsys)
+    assert r["failed"] and "field_selectors" in r["msg"]
+
+
+def test_wait_for_phase_and_a_terminal_phase_fails_at_once(monkeypatch, capsys):
+    api = seeded()
+    r = run_module(
+        rlark_job, {"name": "demo", "state": "started", "wait_for": "Running"}, api, monkeypatch, capsys=capsys
+    )
+    assert r["_rc"] == 0 and not r["changed"] and r["job"]["status"]["phase"] == "Running"
+    assert any("phase Running" in line for line in r["wait_log"])
+    api = seeded(phase="Failed")
+    r = run_module(
+        rlark_job,
+        {
+            "name": "demo",
+            "state": "present",
+            "definition": job(phase=None),
+            "wait_for": "Running",
+            "wait_timeout": 5,
+            "wait_sleep": 1,
+        },
+        api,
+        monkeypatch,
+        capsys=capsys,
+    )
+    assert r["failed"] and [f["id"] for f in r["findings"]] == ["wait-phase-unreachable"]
+    r = run_module(
+        rlark_job, {"name": "demo", "state": "stopped", "wait_for": "Running"}, api, monkeypatch, capsys=capsys
+    )
+    assert r["failed"] and "cannot be reached with state=stopped" in r["msg"]
