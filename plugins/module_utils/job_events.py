@@ -258,7 +258,9 @@ class CheckpointPoller:
 
     ``checkpoint_completed`` for every newer complete step (the newest complete one when several
     completed between two polls); ``checkpoint_incomplete`` once for a newest step that is incomplete
-    although nothing was written to it for the gate's ``quiet_seconds`` (a save that died).
+    although nothing was written to it for the gate's ``quiet_seconds`` (a save that died). A Job that
+    left Running is polled until nothing has been written for ``quiet_seconds``, so a save cut off by
+    the stop is reported too.
     """
 
     def __init__(
@@ -282,6 +284,7 @@ class CheckpointPoller:
         self.completed = {}  # uid -> newest complete step reported
         self.incomplete = {}  # uid -> incomplete step reported
         self.said = {}  # uid -> last "cannot inspect" reason logged
+        self.writing = set()  # uids whose newest step was written to within quiet_seconds at the last poll
 
     def _note(self, uid, reason):
         if self.said.get(uid) != reason:
@@ -316,9 +319,15 @@ class CheckpointPoller:
             result = run_gate(source, self.gate_options)
             now = source.now()
         except GateError as exc:
+            self.writing.discard(uid)
             self._note(uid, "Job %s: no checkpoint verdict yet: %s" % (job_name(job), exc))
             return []
         self.said.pop(uid, None)
+        newest_write = max([s["newest_mtime"] for s in result["steps"] if s["newest_mtime"] is not None] or [None])
+        if newest_write is not None and now - newest_write < self.quiet_seconds:
+            self.writing.add(uid)
+        else:
+            self.writing.discard(uid)
         out = []
         latest = result["latest_complete_step"]
         if latest is not None and latest > self.completed.get(uid, -1):
@@ -357,6 +366,11 @@ class CheckpointPoller:
             )
         return out
 
+    def wants(self, uid, phase, polled_phase):
+        """Poll a Running Job; after it left Running, until nothing has been written for quiet_seconds."""
+        return phase == "Running" or polled_phase == "Running" or uid in self.writing
+
     def forget(self, uid):
         for table in (self.completed, self.incomplete, self.said):
             table.pop(uid, None)
+        self.writing.discard(uid)

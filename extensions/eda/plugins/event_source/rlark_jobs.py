@@ -170,12 +170,16 @@ def _put(loop, queue):
 
 
 async def _poll_checkpoints(queue, poller, watcher, interval):
-    polled = {}  # uid -> phase at the last poll: a Job that just left Running gets one last poll
+    polled = {}  # uid -> phase at the last poll
     while True:
-        for job in list(watcher.snapshot):
+        jobs = list(watcher.snapshot)
+        for uid in set(polled) - {job["metadata"].get("uid") for job in jobs}:
+            polled.pop(uid)
+            poller.forget(uid)
+        for job in jobs:
             uid = job["metadata"].get("uid")
             phase = (job.get("status") or {}).get("phase")
-            if phase != "Running" and polled.get(uid) != "Running":
+            if not poller.wants(uid, phase, polled.get(uid)):
                 continue
             polled[uid] = phase
             try:

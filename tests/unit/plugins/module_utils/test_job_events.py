@@ -120,8 +120,10 @@ def test_checkpoint_poller_reports_complete_once_and_a_dead_save(tmp_path, monke
     first = poller.poll(j)
     assert [(e["rlark"]["type"], e["rlark"]["step"]) for e in first] == [("checkpoint_completed", 2)]
     assert poller.poll(j) == []  # same verdict, no event
+    assert not poller.wants("uid-a", "Stopped", "Stopped")  # nothing written lately: a stopped Job is left alone
     step(4, False, 0)  # a save in progress: not reported
     assert poller.poll(j) == []
+    assert poller.wants("uid-a", "Stopped", "Stopped")  # ... but polled on after a stop until it settles
     step(4, False, 60)  # nothing written for longer than quiet_seconds: the save died
     dead = poller.poll(j)
     assert [(e["rlark"]["type"], e["rlark"]["step"]) for e in dead] == [("checkpoint_incomplete", 4)]
