@@ -470,6 +470,26 @@ def status(lay, _args):
     return 0 if ready and all(alive.values()) else 1
 
 
+def restart_apiserver(lay, args):
+    """Stop kube-apiserver and start it again on the same port and etcd (fault-injection hook for tests).
+
+    Clients see their connections drop and, after the restart, a fresh watch cache (410 for old
+    resourceVersions); the data in etcd stays.
+    """
+    with locked(lay):
+        state = load_state(lay)
+        if not state or not health(lay, state).get("kube-apiserver"):
+            say("sandbox not running: nothing to restart")
+            return 3
+        procs.stop(state["procs"]["kube-apiserver"])
+        time.sleep(args.down_seconds)
+        state["procs"]["kube-apiserver"] = start_apiserver(lay, state)
+        save_state(lay, state)
+        wait_for("kube-apiserver", lambda: api_ready(lay, state), 120, state["procs"]["kube-apiserver"])
+    say("kube-apiserver restarted on %s" % state["server"])
+    return 0
+
+
 def main(argv=None):
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `sandboxctl.py status | head` ends quietly
     parser = argparse.ArgumentParser(description="local RLark sandbox")
@@ -488,11 +508,14 @@ def main(argv=None):
     )
     sub.add_parser("down", help="stop every process the sandbox started")
     sub.add_parser("status", help="show what runs")
+    p_restart = sub.add_parser("restart-apiserver", help="stop and start kube-apiserver (tests: a restart mid-watch)")
+    p_restart.add_argument("--down-seconds", type=float, default=0.0, help="pause between stop and start")
     args = parser.parse_args(argv)
     lay = Layout(args.dir)
     if args.cmd == "up" and args.crds == "upstream" and not os.path.isdir(UPSTREAM_CRDS):
         raise SystemExit("upstream CRDs not found at %s" % UPSTREAM_CRDS)
-    return {"up": up, "down": down, "status": status}[args.cmd](lay, args)
+    commands = {"up": up, "down": down, "status": status, "restart-apiserver": restart_apiserver}
+    return commands[args.cmd](lay, args)
 
 
 if __name__ == "__main__":
