@@ -85,6 +85,20 @@ EXAMPLES = r"""
     logs: >-
       {{ lookup('rlark.ops.job_logs', 'demo', head_task='actor', logs_dir='/srv/logs',
                 wait_for=['Executing run script'], stop_on=['Traceback'], timeout=60) }}
+
+- name: Fail when the run script never started or the log shows a failure
+  ansible.builtin.assert:
+    that:
+      - not logs.timed_out
+      - logs.stopped_on | length == 0
+    fail_msg: "{{ logs.head_pod }}: {{ logs.head_log[-2000:] }}"
+
+- name: The last 1000 lines of every Running pod of two Jobs from the RLark gateway
+  ansible.builtin.debug:
+    msg: "{{ item.job }}: {{ item.logs.keys() | list }}"
+  loop: >-
+    {{ query('rlark.ops.job_logs', 'ppo-demo', 'sac-demo', head_task='actor', source='gateway',
+             gateway_url='http://rlark-gateway.example.com:8080') }}
 """
 
 RETURN = r"""
