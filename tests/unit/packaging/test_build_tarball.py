@@ -3,6 +3,7 @@
 """`ansible-galaxy collection build` ships what users need and no dev-only file (galaxy.yml build_ignore)."""
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -90,3 +91,29 @@ def test_runtime_yml_declares_the_auth_modules_as_one_action_group():
             if "rlark.ops.auth" in fh.read():
                 auth_modules.add(name[:-3])
     assert set(runtime["action_groups"]["rlark"]) == auth_modules
+
+
+def test_ansible_builder_accepts_the_ee_file_with_the_built_tarball(tmp_path):
+    """What `make ee` does, in a scratch directory: the EE file, its requirements and the tarball it installs."""
+    members = build(tmp_path / "dist")
+    assert "MANIFEST.json" in members
+    for name in ("execution-environment.yml", "requirements.txt"):
+        shutil.copy(os.path.join(ROOT, name), str(tmp_path / name))
+    proc = subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), "ansible-builder"),
+            "create",
+            "-f",
+            "execution-environment.yml",
+            "-c",
+            "context",
+        ],
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    containerfile = (tmp_path / "context" / "Dockerfile").read_text()
+    assert "ansible-galaxy collection install" in containerfile
+    assert (tmp_path / "context" / "_build" / "collections" / "rlark-ops-0.1.0.tar.gz").is_file()
