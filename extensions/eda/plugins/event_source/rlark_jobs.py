@@ -14,9 +14,9 @@ DOCUMENTATION = r"""
 ---
 short_description: Phase transitions and checkpoint verdicts of RLark Jobs
 description:
-  - Watches C(rlinf.io/v1alpha1) Jobs (list, then watch from its resourceVersion with bookmarks) and puts one
+  - 'Watches C(rlinf.io/v1alpha1) Jobs (list, then watch from its resourceVersion with bookmarks) and puts one
     event per phase transition,
-    C({"rlark": {"type": "phase_changed", "job": NAME, "phase": ..., "previous_phase": ...}}).
+    C({"rlark": {"type": "phase_changed", "job": NAME, "phase": ..., "previous_phase": ...}}).'
   - A dropped connection resumes from the last resourceVersion; an expired one (410 Gone, for example after an
     API server restart) lists again and reports only what really changed, so no transition is repeated and a
     change made while disconnected is reported once.
