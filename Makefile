@@ -85,10 +85,12 @@ sanity: venv sanity-bootstrap
 	@cd $(SANITY_TREE) && git init -q && git add -A && \
 	  $(CURDIR)/$(BIN)/ansible-test sanity --venv --requirements --python 3.11 --color no
 
-# run_pytest NAME ARGS [ENV]: records pytest's exit code so .ci/run can tell "no tests collected" (5).
+# run_pytest NAME ARGS [ENV]: records pytest's exit code so .ci/run can tell "no tests collected" (5),
+# and a JUnit report from which .ci/run counts skips against .ci/allowed-skips.txt (the skip budget).
 define run_pytest
 	@mkdir -p $(PYTEST_EXIT_DIR)
-	@set +e; $(3) $(PY) -m pytest $(2); rc=$$?; echo $$rc > $(PYTEST_EXIT_DIR)/$(1); exit $$rc
+	@set +e; $(3) $(PY) -m pytest $(2) -rsx --junitxml=$(PYTEST_EXIT_DIR)/$(1).xml; rc=$$?; \
+	  echo $$rc > $(PYTEST_EXIT_DIR)/$(1); exit $$rc
 endef
 
 unit: venv collection
