@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The skip budget: fail when a pytest run skipped (or xfailed) a test the allow-list does not name.
 
 usage: skip_budget.py ALLOW_LIST JUNIT_XML...   (the Makefile's pytest runs write .build/pytest-exit/*.xml)
