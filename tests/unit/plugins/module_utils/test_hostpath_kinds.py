@@ -14,9 +14,9 @@ from test_playbook_core import HOST_MOUNT, HOST_VOL, job
 PROOF = {"tasks": [{"name": "actor", "matches": [{"name": "a100-01"}]}]}
 
 
-def plan_for(root, mounts=HOST_MOUNT):
+def plan_for(root, mounts=None):
     hostvars = {"n1": {"rlark_node_name": "a100-01", "rlark_node_root": str(root)}}
-    return placement.hostpath_plan(job(mounts=mounts, volumes=HOST_VOL), PROOF, hostvars, {})
+    return placement.hostpath_plan(job(mounts=mounts or HOST_MOUNT, volumes=HOST_VOL), PROOF, hostvars, {})
 
 
 def ids(result):
