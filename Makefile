@@ -1,6 +1,6 @@
 # rlark.ops: everything a fresh machine needs is installed by these targets.
 #   make demo   the main job (migrate, guarded stop, resume) on the local sandbox
-#   make test   lint + sanity + unit + integration (project CRDs; CRD-dependent tests also on upstream's)
+#   make test   lint + sanity + unit + integration (project CRDs; CRD-dependent tests also on upstream's) + quick bench
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -19,14 +19,16 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
         lint ruff ansible-lint sanity unit integration it-playbooks it-api it-upstream integration-upstream \
-        test molecule demo bench ee clean
+        test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee clean
 
 help:
 	@echo "make demo            migrate, guarded stop and resume on the local sandbox"
 	@echo "make test            ruff, ansible-lint, ansible-test sanity, unit and integration tests"
 	@echo "make sandbox-up      start (or reuse) the local RLark sandbox; sandbox-down / sandbox-status"
 	@echo "make molecule        molecule scenarios (idempotence) against the sandbox"
-	@echo "make bench           performance figures (bench/)"
+	@echo "make bench           performance figures (bench/), gathered in bench/results/figures.md"
+	@echo "make test-under-load make test with two CPU-burning processes beside it"
+	@echo "make demo-stop       delete the Jobs demo/molecule/bench runs left (frees the sandbox's GPUs)"
 	@echo "make ee              collection tarball + execution-environment build context (ansible-builder)"
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -86,10 +88,12 @@ sanity: venv sanity-bootstrap
 	@cd $(SANITY_TREE) && git init -q && git add -A && \
 	  $(CURDIR)/$(BIN)/ansible-test sanity --venv --requirements --python 3.11 --color no
 
-# run_pytest NAME ARGS [ENV]: records pytest's exit code so .ci/run can tell "no tests collected" (5).
+# run_pytest NAME ARGS [ENV]: records pytest's exit code so .ci/run can tell "no tests collected" (5),
+# and a JUnit report from which .ci/run counts skips against .ci/allowed-skips.txt (the skip budget).
 define run_pytest
 	@mkdir -p $(PYTEST_EXIT_DIR)
-	@set +e; $(3) $(PY) -m pytest $(2); rc=$$?; echo $$rc > $(PYTEST_EXIT_DIR)/$(1); exit $$rc
+	@set +e; $(3) $(PY) -m pytest $(2) -rsx --junitxml=$(PYTEST_EXIT_DIR)/$(1).xml; rc=$$?; \
+	  echo $$rc > $(PYTEST_EXIT_DIR)/$(1); exit $$rc
 endef
 
 unit: venv collection
@@ -128,19 +132,28 @@ integration-upstream: venv collection sandbox-build
 	@echo ">> integration tests (upstream RLark CRDs, whole suite)"
 	$(call run_pytest,integration-upstream,$(IT) -q --sandbox-crds=upstream)
 
-test: lint sanity unit integration
+test: lint sanity unit integration bench-quick
+
+# The suite must pass on a loaded 2-core machine: the same `make test` with two CPU burners beside it
+# (stopped by their PIDs when it ends).
+test-under-load:
+	@bash hack/with_cpu_burners.sh 2 $(MAKE) --no-print-directory test
 
 # Molecule scenarios (extensions/molecule) against the sandbox. Molecule keeps per-scenario state under
 # ~/.ansible/tmp: reset it first so an interrupted earlier run cannot make it skip `prepare`.
 MOLECULE_SCENARIOS := migrate guarded_stop
-molecule: venv collection sandbox-up
+molecule: venv collection sandbox-up sandbox-free
 	@set -e; for s in $(MOLECULE_SCENARIOS); do \
 	  MOLECULE_PROJECT_DIRECTORY=$(CURDIR) $(BIN)/molecule reset -s $$s >/dev/null 2>&1 || true; \
 	  echo ">> molecule test -s $$s"; MOLECULE_PROJECT_DIRECTORY=$(CURDIR) $(BIN)/molecule test -s $$s; \
 	done
 
-demo: venv collection sandbox-up
-	@bash examples/sandbox/demo.sh
+# Entry points (demo, molecule, bench) start from a free sandbox whatever ran before: the Jobs earlier
+# demo/molecule/bench runs left (demo-*, molecule-*, bench-*) are deleted first; checkpoints stay.
+sandbox-free: venv collection sandbox-up
+	@echo ">> sandbox-free: deleting Jobs left by earlier demo, molecule and bench runs (their GPUs are freed)"
+	@. .sandbox/env && $(BIN)/ansible-playbook -i examples/sandbox/inventory.yml examples/sandbox/demo_cleanup.yml \
+	  >$(BUILD)/sandbox-free.log 2>&1 || { cat $(BUILD)/sandbox-free.log; exit 1; }
 
 # Execution environment: the collection tarball (dist/) and the ansible-builder context (.build/ee).
 # With podman or docker, `ansible-builder build -t rlark-ops-ee -f execution-environment.yml` builds the image.
@@ -152,8 +165,18 @@ ee: venv
 	@$(BIN)/ansible-builder create -f execution-environment.yml -c $(BUILD)/ee >/dev/null
 	@echo ">> build the image with: podman build -t rlark-ops-ee:$(COLL_VERSION) -f $(BUILD)/ee/Containerfile $(BUILD)/ee"
 
-bench: venv collection sandbox-build
+# DEMO_STOP=1 make demo: stop (delete) the demo's resumed Job at the end instead of leaving it training.
+demo: venv collection sandbox-up
+	@DEMO_STOP=$(DEMO_STOP) bash examples/sandbox/demo.sh
+
+demo-stop: sandbox-free
+
+bench: venv collection sandbox-up sandbox-free
 	@$(PY) -m pytest bench -q -s
+
+# The benches that need no sandbox (seconds): run by `make test` and CI; figures in bench/results/figures.md.
+bench-quick: venv collection
+	$(call run_pytest,bench-quick,bench -q -s,RLARK_BENCH_QUICK=1)
 
 clean:
 	@rm -rf $(BUILD)

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params, resource_path  # noqa: E402
+from figures import save  # noqa: E402
 from helpers import ansible_env, ensure_collection_link  # noqa: E402
 
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
@@ -36,7 +37,6 @@ NODES_PER_NAMESPACE = 200
 ROUNDS = 5
 RATIO_TARGET = 1.0
 STOP_CALLS_TARGET = 3
-RESULTS = os.path.join(ROOT, "bench", "results")
 
 
 def ctl(state_dir, *args):
@@ -253,13 +253,6 @@ def core_peak_rss(kubeconfig, job):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return int(proc.stdout.strip())
-
-
-def save(name, result):
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, name), "w") as handle:
-        json.dump(result, handle, indent=2, sort_keys=True)
-    print("\n%s: %s" % (name, json.dumps(result, sort_keys=True)))
 
 
 def test_bench_node_match_vs_kubectl(bench_sandbox):

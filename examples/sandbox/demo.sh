@@ -32,7 +32,7 @@ run() {
   fi
 }
 
-say "0. Sandbox admin steps: free the GPUs of earlier demo runs, create the approved hostPath on a100-01"
+say "0. Sandbox admin steps: free the GPUs of earlier demo/molecule/bench runs, create the approved hostPath on a100-01"
 $PLAY "$ROOT/examples/sandbox/demo_cleanup.yml" >"$WORK/cleanup.log"
 mkdir -p "$RLARK_SANDBOX_DIR/nodes/a100-01/data/rlinf"
 # This run's own experiment directory (same manifest otherwise), so checkpoints of earlier runs never mix in.
@@ -78,3 +78,17 @@ echo "   records:"
 find "$RLARK_RECORDS_DIR/$JOB" "$RLARK_RECORDS_DIR/$NEW" -name '*.yml' -printf '     %p\n' 2>/dev/null | sort | grep -v '/log-' || true
 echo "   exported logs: $(find "$RLARK_RECORDS_DIR/$JOB" -name 'log-*.yml' | wc -l) pod log(s) in the stop record directory"
 echo "   playbook output: $WORK/*.log"
+
+# What the demo leaves behind: the resumed Job keeps training (max_steps 100000) and holds its GPUs.
+if [ "${DEMO_STOP:-0}" = "1" ]; then
+  say "Stopping: deleting Jobs $JOB and $NEW (DEMO_STOP=1; checkpoints and records stay)"
+  $PLAY "$ROOT/examples/sandbox/demo_cleanup.yml" -e "rlark_sandbox_free_pattern=^$JOB" >"$WORK/stop.log"
+  echo "   nothing of this demo is running now; the sandbox itself still runs (make sandbox-down stops it)."
+else
+  say "Left running"
+  echo "   Job $NEW (resumed from $JOB) is training on the sandbox and holds the a100 GPUs;"
+  echo "   Job $JOB is kept stopped (spec.stopped=true, no pods). The sandbox keeps running."
+  echo "   Stop the demo's Jobs:  make demo-stop   (deletes demo-*/molecule-*/bench-* Jobs; checkpoints stay)"
+  echo "   Next time stop at the end:  DEMO_STOP=1 make demo.   Stop the sandbox too:  make sandbox-down"
+  echo "   make demo, make molecule and make bench free these GPUs themselves before they start."
+fi

@@ -209,12 +209,29 @@ def terminal_refusal(job, action):
     )
 
 
+def read_back_if(client, name, check_mode, done):
+    """``on_ambiguous`` for a Job write: after a 5xx or a dropped connection the server may have applied it.
+
+    Returns the live Job when ``done(job)`` holds (the write is reported as made, never re-sent with a
+    stale resourceVersion that would 409 and read as "someone else did it"), else None to resend.
+    """
+
+    def read_back():
+        if check_mode:
+            return None
+        now = get_job(client, name)
+        return now if now is not None and done(now) else None
+
+    return read_back
+
+
 def ensure_present(client, desired, update=False, check_mode=False):
     """Create the Job when absent; compare and (with ``update``) patch the spec when present.
 
     Returns ``{changed, job, before, action, findings}``; raises ``Refused`` on unsafe changes.
     """
     name = job_name(desired)
+    wanted = normalised_spec(desired.get("spec"))
     for _attempt in range(MAX_CONFLICT_RETRIES):
         live = get_job(client, name)
         if live is None:
@@ -255,8 +272,9 @@ def ensure_present(client, desired, update=False, check_mode=False):
             "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
             "spec": spec_merge_patch(live.get("spec"), desired.get("spec")),
         }
+        applied = read_back_if(client, name, check_mode, lambda now: normalised_spec(now.get("spec")) == wanted)
         try:
-            patched = client.merge_patch(job_path(name), patch, dry_run=check_mode)
+            patched = client.merge_patch(job_path(name), patch, dry_run=check_mode, on_ambiguous=applied)
         except ApiError as exc:
             if exc.conflict:
                 continue
@@ -294,8 +312,11 @@ def set_stopped(client, name, stopped, check_mode=False):
         if bool((live.get("spec") or {}).get("stopped")) == bool(stopped):
             return {"changed": False, "job": live, "before": live, "action": "unchanged"}
         patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "spec": {"stopped": stopped}}
+        applied = read_back_if(
+            client, name, check_mode, lambda now: bool((now.get("spec") or {}).get("stopped")) == bool(stopped)
+        )
         try:
-            patched = client.merge_patch(job_path(name), patch, dry_run=check_mode)
+            patched = client.merge_patch(job_path(name), patch, dry_run=check_mode, on_ambiguous=applied)
         except ApiError as exc:
             if exc.conflict:
                 continue
@@ -337,36 +358,65 @@ def pvc_claims(job):
     return claims
 
 
+def pvc_refusal(job):
+    """The ``job-delete-pvc`` refusal for a Job whose templates have agent-created PVCs, else None."""
+    claims = pvc_claims(job)
+    if not claims:
+        return None
+    name = job_name(job)
+    names = ", ".join(sorted({c["claim"] for c in claims}))
+    return Refused(
+        "Refusing to delete Job %r." % name,
+        [
+            finding(
+                "job-delete-pvc",
+                "Deleting Job %r also deletes the PVCs the agent created for it: %s." % (name, names),
+                path=claims[0]["path"],
+                hint="Keep their data safe (reclaimPolicy Retain or copied), then set allow_pvc_deletion=true.",
+            )
+        ],
+    )
+
+
 def delete_job(client, name, allow_pvc_deletion=False, check_mode=False):
-    """Delete with background propagation; refuse while agent-created PVCs would go with it."""
-    live = get_job(client, name)
-    if live is None:
-        return {"changed": False, "job": None, "before": None, "action": "unchanged"}
-    claims = pvc_claims(live)
-    if claims and not allow_pvc_deletion:
-        names = ", ".join(sorted({c["claim"] for c in claims}))
-        raise Refused(
-            "Refusing to delete Job %r." % name,
-            [
-                finding(
-                    "job-delete-pvc",
-                    "Deleting Job %r also deletes the PVCs the agent created for it: %s." % (name, names),
-                    path=claims[0]["path"],
-                    hint="Keep their data safe (reclaimPolicy Retain or copied), then set allow_pvc_deletion=true.",
-                )
-            ],
-        )
-    try:
-        client.delete(job_path(name), dry_run=check_mode, resource_version=live["metadata"].get("resourceVersion"))
-    except ApiError as exc:
-        if exc.not_found:
+    """Delete with background propagation; refuse while agent-created PVCs would go with it.
+
+    The DELETE carries the resourceVersion that was checked: a 409 means the Job changed since, so it
+    is read and checked again (it may have gained a PVC) before the next guarded DELETE.
+    """
+    for _attempt in range(MAX_CONFLICT_RETRIES):
+        live = get_job(client, name)
+        if live is None:
             return {"changed": False, "job": None, "before": None, "action": "unchanged"}
-        if exc.conflict:
-            # Changed since our read; deleting is still what the user asked for.
-            client.delete(job_path(name), dry_run=check_mode)
-        else:
+        refusal = None if allow_pvc_deletion else pvc_refusal(live)
+        if refusal is not None:
+            raise refusal
+
+        def gone():
+            # A 5xx or reset may hide an applied DELETE: a resend would 404 and read as "unchanged".
+            if check_mode:
+                return None
+            now = get_job(client, name)
+            return {} if now is None or now["metadata"].get("deletionTimestamp") else None
+
+        try:
+            client.delete(
+                job_path(name),
+                dry_run=check_mode,
+                resource_version=live["metadata"].get("resourceVersion"),
+                on_ambiguous=gone,
+            )
+        except ApiError as exc:
+            if exc.not_found:
+                return {"changed": False, "job": None, "before": None, "action": "unchanged"}
+            if exc.conflict:
+                continue
             raise
-    return {"changed": True, "job": None, "before": live, "action": "deleted"}
+        return {"changed": True, "job": None, "before": live, "action": "deleted"}
+    raise Refused(
+        "Job %r kept changing while it was deleted." % name,
+        [finding("job-conflict", "Gave up after %d conflicting writes." % MAX_CONFLICT_RETRIES, path="metadata")],
+    )
 
 
 # --- wait predicates ------------------------------------------------------------------------------

@@ -626,17 +626,18 @@ class Client:
 
         return self.request("POST", collection_path, query, body, "application/json", on_ambiguous=read_back)
 
-    def merge_patch(self, path, patch, dry_run=False):
+    def merge_patch(self, path, patch, dry_run=False, on_ambiguous=None):
+        """PATCH; ``on_ambiguous`` (see ``request``) tells whether a 5xx/reset answer hid an applied patch."""
         query = [("fieldValidation", "Strict")] + ([("dryRun", "All")] if dry_run else [])
-        return self.request("PATCH", path, query, patch, "application/merge-patch+json")
+        return self.request("PATCH", path, query, patch, "application/merge-patch+json", on_ambiguous=on_ambiguous)
 
-    def delete(self, path, propagation="Background", dry_run=False, resource_version=None):
+    def delete(self, path, propagation="Background", dry_run=False, resource_version=None, on_ambiguous=None):
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         if resource_version:
             body["preconditions"] = {"resourceVersion": resource_version}
         if dry_run:
             body["dryRun"] = ["All"]
-        return self.request("DELETE", path, None, body, "application/json")
+        return self.request("DELETE", path, None, body, "application/json", on_ambiguous=on_ambiguous)
 
 
 def client_from_params(params, timeout=DEFAULT_TIMEOUT, log=None):

@@ -110,6 +110,8 @@ options:
   wait_timeout:
     description:
       - Seconds to wait; also the time budget for retrying API calls.
+      - A wait that times out fails the task with finding C(wait-timeout); the task still reports C(changed=true)
+        when the create, update, stop, start or delete before the wait was made.
     type: int
     default: 300
   wait_sleep:
@@ -341,12 +343,17 @@ def run(module, client):
         outcome = delete_job(client, name, allow_pvc_deletion=p["allow_pvc_deletion"], check_mode=module.check_mode)
     findings.extend(outcome.get("findings") or [])
     job = outcome["job"]
-    tree, wait_log = (
-        wait_for(module, client, state, name, job or {}) if outcome["changed"] or state != "absent" else (None, [])
-    )
-    if p["wait_for"] and not module.check_mode:
-        tree, phase_log = wait_phase(module, client, name)
-        wait_log = wait_log + phase_log
+    try:
+        tree, wait_log = (
+            wait_for(module, client, state, name, job or {}) if outcome["changed"] or state != "absent" else (None, [])
+        )
+        if p["wait_for"] and not module.check_mode:
+            tree, phase_log = wait_phase(module, client, name)
+            wait_log = wait_log + phase_log
+    except (Refused, KubeError) as exc:
+        # The write is done even when the wait after it fails: the failed task still reports it.
+        exc.changed = outcome["changed"]
+        raise
     if state == "absent":
         after = None
         if tree is None:
@@ -415,9 +422,9 @@ def main():
         client = client_from_params(auth_params(module.params), timeout=module.params["wait_timeout"], log=module.log)
         result = run(module, client)
     except Refused as exc:
-        fail_refused(module, exc, changed=False, **call_counts(client))
+        fail_refused(module, exc, changed=getattr(exc, "changed", False), **call_counts(client))
     except KubeError as exc:
-        fail_kube(module, exc, changed=False, **call_counts(client))
+        fail_kube(module, exc, changed=getattr(exc, "changed", False), **call_counts(client))
     finally:
         if client is not None:
             client.close()

@@ -15,7 +15,7 @@ import pytest
 
 # tests/integration has no __init__.py (pytest's default rootdir-less "prepend" import mode).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from helpers import ROOT, UPSTREAM_CRDS, read_env_file
+from helpers import ROOT, UPSTREAM_CRDS, UPSTREAM_MISSING, read_env_file
 
 SANDBOXCTL = os.path.join(ROOT, "sandbox", "sandboxctl.py")
 
@@ -83,7 +83,7 @@ def running_crds(state_dir):
 def sandbox(request):
     crds = request.config.getoption("--sandbox-crds")
     if crds == "upstream" and not os.path.isdir(UPSTREAM_CRDS):
-        pytest.skip("upstream RLark CRDs not found at %s (../shared is absent)" % UPSTREAM_CRDS)
+        pytest.fail(UPSTREAM_MISSING, pytrace=False)
     state_dir = os.path.abspath(os.environ.get("RLARK_SANDBOX_DIR") or os.path.join(ROOT, ".sandbox"))
     build = subprocess.run(
         ["bash", os.path.join(ROOT, "sandbox", "build.sh")], capture_output=True, text=True, check=False

@@ -16,6 +16,10 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UPSTREAM_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "upstream", "rlark-crds"))
+# A hard error, never a skip: without ../shared the upstream-CRD half of the suite would not run.
+UPSTREAM_MISSING = "RLark's upstream CRDs are missing at %s: check out the shared repository as ../shared." % (
+    UPSTREAM_CRDS
+)
 HERE = os.path.dirname(os.path.abspath(__file__))
 COLLECTIONS_PATH = os.path.join(ROOT, ".build", "collections")
 VENV_BIN = os.path.dirname(sys.executable)

@@ -8,6 +8,7 @@ own prefix of one run prefix that is removed at the end.
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import boto3  # a runtime dependency (requirements.txt): the S3 gate uses it
 import pytest
 from ckpt_gate_support import F, GateError, S3Source, run_gate
 
@@ -33,7 +34,6 @@ CASES = list(cases())
 
 @pytest.fixture(scope="module")
 def s3(sandbox):
-    boto3 = pytest.importorskip("boto3")
     client = boto3.client(
         "s3",
         endpoint_url=sandbox.s3_endpoint,

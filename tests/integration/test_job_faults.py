@@ -1,116 +1,25 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Retries proven against the real API server through a fault-injecting proxy.
+"""Retries proven against the real API server through a fault-injecting proxy (fault_proxy.py).
 
-The proxy listens on 127.0.0.1 (plain HTTP), forwards every request to the sandbox's kube-apiserver
-over TLS with the caller's Authorization header, and answers a scripted list of faults first:
-503 twice, a dropped connection (TCP reset), then 429 with Retry-After.
+Reads: 503 twice, a dropped connection (TCP reset), then 429 with Retry-After. Writes: test_job_write_faults.py.
 """
 
 import contextlib
-import http.client
 import http.server
-import json
 import socket
-import ssl
-import struct
 import threading
 import time
 from urllib.parse import urlsplit
 
 import job_test_support as support
 import pytest
+from fault_proxy import FaultProxy, LocalServer
+from independent import get_job
 from job_test_support import client_from_params, demo_job, jobs_core, run_module, unique
 
 pytestmark = pytest.mark.sandbox
 cleanup = support.cleanup
-
-
-class LocalServer:
-    """A threaded HTTP server on 127.0.0.1 that runs for the duration of a ``with`` block."""
-
-    def serve(self, handler):
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self.server.server_port
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-class FaultProxy(LocalServer):
-    """A threaded reverse proxy with a fault script; ``log`` records (method, path, outcome)."""
-
-    def __init__(self, upstream, ca_cert, faults):
-        self.upstream = urlsplit(upstream)
-        self.context = ssl.create_default_context(cafile=ca_cert)
-        self.faults = list(faults)
-        self.log = []
-        self.lock = threading.Lock()
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _handle(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                with proxy.lock:
-                    fault = proxy.faults.pop(0) if proxy.faults else None
-                    proxy.log.append((self.command, self.path.split("?")[0], fault or "forward"))
-                if fault == "reset":
-                    self._reset()
-                    return
-                if fault and fault.startswith(("503", "429")):
-                    code = int(fault[:3])
-                    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code}
-                    status["reason"] = "ServiceUnavailable" if code == 503 else "TooManyRequests"
-                    payload = json.dumps(status).encode()
-                    self.send_response(code)
-                    if ":" in fault:
-                        self.send_header("Retry-After", fault.split(":", 1)[1])
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                    return
-                conn = http.client.HTTPSConnection(
-                    proxy.upstream.hostname, proxy.upstream.port, context=proxy.context, timeout=30
-                )
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                conn.close()
-                if fault == "forward-then-reset":
-                    self._reset()  # the server applied the request; the client never hears back
-                    return
-                self.send_response(resp.status)
-                for key, value in resp.getheaders():
-                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _reset(self):
-                # SO_LINGER 0: close() sends a TCP RST, the client sees "connection reset".
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                self.connection.close()
-                self.close_connection = True
-
-            do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _handle
-
-        self.serve(Handler)
 
 
 FAULTS = ["503", "503", "reset", "429:2"]
@@ -139,8 +48,7 @@ def test_stop_survives_503_twice_a_reset_and_429(sandbox, cleanup):
     assert result["api_calls"] == len(proxy.log) == 7
     assert result["api_retries"] == 4
     assert elapsed >= 2.0  # Retry-After: 2 was honoured
-    client = client_from_params({"kubeconfig": sandbox.kubeconfig})
-    assert jobs_core.get_job(client, name)["spec"]["stopped"] is True
+    assert get_job(sandbox, name)["spec"]["stopped"] is True
 
 
 def test_create_through_a_reset_after_apply_is_not_duplicated(sandbox, cleanup):

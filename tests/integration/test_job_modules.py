@@ -14,6 +14,7 @@ import threading
 
 import job_test_support as support
 import pytest
+from independent import get_job, job_pods, job_tasks
 from job_test_support import (
     admin_client,
     client_from_params,
@@ -37,11 +38,10 @@ def test_create_twice_second_unchanged_and_check_mode_creates_nothing(sandbox, c
     cleanup.append(name)
     result = run_module(sandbox, "rlark_job", {"definition": demo_job(name)}, check=True)
     assert result["changed"] and result["action"] == "created", result.get("msg")
-    client = admin_client(sandbox)
-    assert jobs_core.get_job(client, name) is None  # --check wrote nothing (server dry run)
+    assert get_job(sandbox, name) is None  # --check wrote nothing (server dry run)
     first = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
     assert first["changed"] and first["action"] == "created"
-    assert jobs_core.get_job(client, name)["metadata"]["uid"]
+    assert get_job(sandbox, name)["metadata"]["uid"] == first["job"]["metadata"]["uid"]
     second = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
     assert not second["changed"] and second["action"] == "unchanged"
     assert second["api_calls"] - second["api_retries"] == 3  # job, tasks, pods
@@ -57,13 +57,12 @@ def test_unknown_field_is_rejected_with_its_path(sandbox, cleanup):
     assert 'unknown field "spec.tasks[1].kubernetes.workload.replica"' in result["msg"]
     assert result["status"]["code"] == 400
     assert "\n" not in result["msg"] and "Traceback" not in result["msg"]
-    assert jobs_core.get_job(admin_client(sandbox), name) is None
+    assert get_job(sandbox, name) is None
 
 
 def test_stop_waits_for_pod_crs_then_stop_twice_unchanged_then_start(sandbox, cleanup):
     name = running_job(sandbox, cleanup)
-    client = admin_client(sandbox)
-    assert jobs_core.read_tree(client, name)["pods"], "the sim should have created Pod CRs"
+    assert job_pods(sandbox, name), "the sim should have created Pod CRs"
     result, stdout = run_module(
         sandbox,
         "rlark_job",
@@ -73,9 +72,9 @@ def test_stop_waits_for_pod_crs_then_stop_twice_unchanged_then_start(sandbox, cl
     )
     assert result["changed"] and result["action"] == "stopped", result.get("msg")
     # Right after the module returns: replicas 0 everywhere and no Pod CR of the Job left.
-    tree = jobs_core.read_tree(client, name)
-    assert tree["pods"] == []
-    assert all(jobs_core.task_replicas(t) == 0 for t in tree["tasks"])
+    assert job_pods(sandbox, name) == []
+    tasks = job_tasks(sandbox, name)
+    assert len(tasks) == 3 and all(t["spec"]["kubernetes"]["workload"]["replicas"] == 0 for t in tasks)
     # It really waited: the first observation still saw Pod CRs (rlark-sim keeps them for a grace period).
     assert "0 Pod CR(s) remaining" not in result["wait_log"][0]
     assert result["wait_log"][-1].endswith("0 Pod CR(s) remaining")
@@ -87,7 +86,7 @@ def test_stop_waits_for_pod_crs_then_stop_twice_unchanged_then_start(sandbox, cl
     started = run_module(sandbox, "rlark_job", {"name": name, "state": "started", "wait": True, "wait_timeout": 180})
     assert started["changed"] and started["action"] == "started"
     assert {t["status"]["phase"] for t in started["tasks"]} == {"Running"}
-    assert jobs_core.get_job(client, name)["spec"]["stopped"] is False
+    assert get_job(sandbox, name)["spec"]["stopped"] is False
 
 
 def test_two_concurrent_stops_exactly_one_changed(sandbox, cleanup):
@@ -136,9 +135,8 @@ def test_delete_with_wait_leaves_no_task(sandbox, cleanup):
     name = running_job(sandbox, cleanup)
     result = run_module(sandbox, "rlark_job", {"name": name, "state": "absent", "wait": True, "wait_timeout": 180})
     assert result["changed"] and result["action"] == "deleted", result.get("msg")
-    client = admin_client(sandbox)
-    assert jobs_core.get_job(client, name) is None
-    assert jobs_core.list_tasks(client, name) == []
+    assert get_job(sandbox, name) is None
+    assert job_tasks(sandbox, name) == [] and job_pods(sandbox, name) == []
     again = run_module(sandbox, "rlark_job", {"name": name, "state": "absent"})
     assert not again["changed"]
 
@@ -151,9 +149,9 @@ def test_delete_refused_while_agent_pvcs_would_go(sandbox, cleanup):
     pod["volumes"].append({"name": "ckpt", "persistentVolumeClaim": {"claimName": ""}})
     run_module(sandbox, "rlark_job", {"definition": job})
     result = run_module(sandbox, "rlark_job", {"name": name, "state": "absent"})
-    assert result["failed"] and result["findings"][0]["id"] == "job-delete-pvc"
+    assert result["failed"] and [(f["id"], f["severity"]) for f in result["findings"]] == [("job-delete-pvc", "error")]
     assert "pvc-%s-actor-ckpt" % name in result["msg"]
-    assert jobs_core.get_job(admin_client(sandbox), name) is not None
+    assert get_job(sandbox, name) is not None
 
 
 def test_refusals_task_set_and_node_selector_change(sandbox, cleanup):
@@ -199,7 +197,7 @@ def test_frozen_succeeded_job_is_refused(sandbox, cleanup):
     result = run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"})
     assert result["failed"] and result["findings"][0]["id"] == "job-terminal-phase"
     assert "Succeeded" in result["msg"]
-    assert jobs_core.get_job(client, name)["spec"]["stopped"] is False
+    assert get_job(sandbox, name)["spec"]["stopped"] is False
 
 
 def rich_job(name):

@@ -3,7 +3,9 @@
 import os
 
 import pytest
+from independent import assert_nothing_created
 from playbook_support import Workload, all_output
+from refusals import failed_task, stopping_errors
 
 pytestmark = pytest.mark.sandbox
 
@@ -40,26 +42,33 @@ def _two_clusters(m, p):
     p["roles"][1]["global_matches"] = [{"name": "dual-01", "namespace": "rlark-a100"}]
 
 
+PREFLIGHT = "Refuse to go on when the review found errors (nothing is created)"
+PROOF = "Refuse when a selector is not proven"
+HOSTPATH = "Refuse when a hostPath is missing or unusable on a matched node"
+
+# finding id that must stop the run -> (mutation, the refusal task that fails, other errors it implies)
 REFUSALS = {
-    "image-not-pinned": _no_digest,
-    "head-replicas": _head_two_replicas,
-    "selector-multivalue": _multivalue_selector,
-    "secret": _secret_env,
-    "legacy-field": _legacy_field,
-    "hostpath": _unapproved_hostpath,
-    "selector-multi-cluster": _two_clusters,
+    "image-not-pinned": (_no_digest, PREFLIGHT, ()),
+    # Two head replicas also disagree with the head's single global match.
+    "head-replicas": (_head_two_replicas, PREFLIGHT, ("replicas-match-mismatch",)),
+    "selector-multivalue": (_multivalue_selector, PREFLIGHT, ()),
+    "env-secret": (_secret_env, PREFLIGHT, ()),
+    "legacy-field": (_legacy_field, PREFLIGHT, ()),
+    "hostpath-unapproved": (_unapproved_hostpath, PREFLIGHT, ()),
+    "selector-multi-cluster": (_two_clusters, PROOF, ()),
 }
 
 
 @pytest.mark.parametrize("finding", sorted(REFUSALS))
 def test_migrate_refuses_each_stop_condition_and_creates_nothing(sandbox, tmp_path, finding):
-    w = Workload(sandbox, tmp_path, mutate=REFUSALS[finding])
+    mutate, refusal_task, implied = REFUSALS[finding]
+    w = Workload(sandbox, tmp_path, mutate=mutate)
     try:
         run = w.play("migrate.yml")
         assert run.rc != 0, run
-        text = all_output(run)
-        assert "error" in text and finding in text, run
-        assert w.info() is None, "a refused migration created Job %s" % w.name
+        assert failed_task(run) == refusal_task, run
+        assert stopping_errors(run) == sorted((fid, "error") for fid in (finding, *implied)), run
+        assert_nothing_created(sandbox, w.name)
     finally:
         w.cleanup()
 
@@ -71,7 +80,7 @@ def test_migrate_check_mode_then_clean_run_then_unchanged(sandbox, tmp_path):
         assert check.rc == 0, check
         created = next(r for t, r in check.task_results() if t == "Create the Job (server-side dry run in check mode)")
         assert created["diff"]["after"]["metadata"]["name"] == w.name, created
-        assert w.info() is None, "check mode created the Job"
+        assert_nothing_created(sandbox, w.name)  # check mode: server-side dry run only
         assert not os.path.isdir(w.records), "check mode wrote records"
 
         first = w.play("migrate.yml")
@@ -125,10 +134,11 @@ def test_hostpath_missing_on_one_matched_node_is_refused_naming_it(sandbox, tmp_
     try:
         run = w.play("migrate.yml")
         assert run.rc != 0, run
+        assert failed_task(run) == HOSTPATH, run
+        assert stopping_errors(run) == [("hostpath-missing", "error")], run
         text = all_output(run)
-        assert "hostpath-missing" in text and "a100-03" in text, run
-        assert "does not exist on node a100-02" not in text
-        assert w.info() is None
+        assert "does not exist on node a100-03" in text and "does not exist on node a100-02" not in text, run
+        assert_nothing_created(sandbox, w.name)
     finally:
         w.cleanup()
 
@@ -140,8 +150,10 @@ def test_matched_node_without_inventory_host_is_a_finding(sandbox, tmp_path):
     try:
         run = w.play("migrate.yml", inventory=str(inventory), extra={"rlark_logs_dir": sandbox.logs_dir})
         assert run.rc != 0, run
-        assert "hostpath-node-unmapped" in all_output(run) and "a100-01" in all_output(run)
-        assert w.info() is None
+        assert failed_task(run) == HOSTPATH, run
+        assert stopping_errors(run) == [("hostpath-node-unmapped", "error")], run
+        assert "Node a100-01" in all_output(run)
+        assert_nothing_created(sandbox, w.name)
     finally:
         w.cleanup()
 
@@ -153,6 +165,7 @@ def test_viewer_token_runs_preflight_and_proof_but_cannot_submit(sandbox, tmp_pa
         assert proof.rc == 0, proof
         submit = w.play("migrate.yml", kubeconfig=sandbox.kubeconfig_viewer)
         assert submit.rc != 0 and "forbidden" in all_output(submit).lower(), submit
-        assert w.info() is None
+        assert failed_task(submit) == "Create the Job (server-side dry run in check mode)", submit
+        assert_nothing_created(sandbox, w.name)
     finally:
         w.cleanup()

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import yaml
-from helpers import ROOT, UPSTREAM_CRDS
+from helpers import ROOT, UPSTREAM_CRDS, UPSTREAM_MISSING
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the upstream files are 2 MB
 PROJECT_CRDS = os.path.join(ROOT, "sandbox", "crds")
@@ -56,7 +56,7 @@ def ours():
 @pytest.fixture(scope="module")
 def upstream():
     if not os.path.isdir(UPSTREAM_CRDS):
-        pytest.skip("upstream RLark CRDs not found at %s (../shared is absent)" % UPSTREAM_CRDS)
+        pytest.fail(UPSTREAM_MISSING, pytrace=False)
     return load(UPSTREAM_CRDS)
 
 
@@ -125,7 +125,7 @@ def test_pruning_behaviour_like_rlark(ours):
 
 def test_generated_crds_are_up_to_date():
     if not shutil.which("go"):
-        pytest.skip("the Go toolchain is needed to locate the pinned k8s core/v1 OpenAPI document")
+        pytest.fail("Go is not on PATH: it builds the sandbox and locates the pinned k8s core/v1 OpenAPI document.")
     proc = subprocess.run(
         [sys.executable, os.path.join(ROOT, "sandbox", "gen_crds.py"), "--check"],
         capture_output=True,

@@ -170,7 +170,7 @@ def test_fleet_is_seeded(sandbox, admin):
 def test_kubectl_lists_jobs_and_nodes(sandbox):
     kubectl = shutil.which("kubectl")
     if not kubectl:
-        pytest.skip("kubectl is not installed on this machine")
+        pytest.fail("kubectl is not on PATH: install it, the sandbox docs promise that kubectl works against it.")
     out = subprocess.run(
         [kubectl, "--kubeconfig", sandbox.kubeconfig, "get", "rljob,nodes.rlinf.io", "-A", "-o", "name"],
         capture_output=True,

@@ -73,18 +73,25 @@ def test_auto_detection_of_complete_rows(tmp_path, row):
 
 
 @pytest.mark.parametrize("row", [r for r in F.ROWS if not r.megatron], ids=lambda r: r.id)
-def test_stale_shards_without_world_size(tmp_path, row):
-    """Extra shards from a larger run: the .metadata shard list (or a disagreement) decides, never the count."""
+def test_stale_shards_without_world_size_are_refused_as_ambiguous(tmp_path, row):
+    """Extra, far older shards from a larger run and no actor_world_size: the gate never guesses from the count.
+
+    It refuses with world-size-ambiguous naming where the old generation starts; given actor_world_size the
+    same tree is complete with a stale-shards warning (test_matrix_on_disk, case stale-shards).
+    """
     F.write_local(str(tmp_path), "global_step_%d" % STEP, F.tree(row, STEP, "stale-shards"))
     result = run_gate(
         LocalSource(str(tmp_path)), {"runner": row.runner, "quiet_seconds": 120, "full_weights": row.full_weights}
     )
-    ids = {p["id"] for p in result["problems"]}
-    if result["complete"]:
-        assert result["world_size"] == row.world
-        assert "stale-shards" in ids
-    else:
-        assert "world-size-ambiguous" in ids
+    assert not result["complete"]
+    assert [(p["id"], p["severity"]) for p in result["problems"]] == [("world-size-ambiguous", "error")]
+    assert "ranks >= %d are far older than the others" % row.world in result["problems"][0]["message"]
+    given = run_gate(
+        LocalSource(str(tmp_path)),
+        {"runner": row.runner, "quiet_seconds": 120, "full_weights": row.full_weights, "actor_world_size": row.world},
+    )
+    assert given["complete"] and given["world_size"] == row.world, given["problems"]
+    assert "stale-shards" in {p["id"] for p in given["problems"]}
 
 
 def test_marker_missing_without_parameters_is_incomplete(tmp_path):

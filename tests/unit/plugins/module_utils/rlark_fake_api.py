@@ -3,7 +3,7 @@
 """An in-memory stand-in for the API server, plugged into ``kube.Client`` as its transport.
 
 It implements just what the core uses: GET/list with label selectors (``=``, ``in``), limit/continue,
-POST, JSON merge patch with a resourceVersion precondition, DELETE, dryRun=All, fieldValidation=Strict
+POST, JSON merge patch and DELETE with a resourceVersion precondition, dryRun=All, fieldValidation=Strict
 for a known set of Job spec fields, and scripted faults (status codes or exceptions) per request.
 Unit tests only: integration tests use the real kube-apiserver.
 """
@@ -119,6 +119,10 @@ class FakeApi:
                 if response[0] == "apply-then-raise":
                     self._handle(method, parts.path, query, body)
                     raise response[1]
+                if response[0] == "apply-then-respond":
+                    # The server applied the request; the answer the client gets says otherwise (a 5xx).
+                    self._handle(method, parts.path, query, body)
+                    return response[1]
                 return response
         return self._handle(method, parts.path, query, body)
 
@@ -183,6 +187,14 @@ class FakeApi:
             obj = self.objects.get(key)
             if obj is None:
                 return status(404, "NotFound", '%s.rlinf.io "%s" not found' % (plural, name))
+            want_rv = ((data or {}).get("preconditions") or {}).get("resourceVersion")
+            if want_rv and want_rv != obj["metadata"]["resourceVersion"]:
+                return status(
+                    409,
+                    "Conflict",
+                    "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s"
+                    % (want_rv, obj["metadata"]["resourceVersion"]),
+                )
             if not (data or {}).get("dryRun"):
                 del self.objects[key]
                 # Background propagation: Tasks of a Job go too (the fake has instant GC).

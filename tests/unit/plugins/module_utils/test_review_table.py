@@ -606,13 +606,36 @@ def emitted_ids():
     return ids
 
 
-def test_every_error_id_has_a_table_case():
-    covered = {c[3] for c in RECORD_CASES} | {c[2] for c in JOB_CASES}
-    not_covered = emitted_ids() - covered - {"review-internal-error", "manifest-missing", "profile-missing"}
-    assert not_covered == {"container-extra", "storage-map-orphan"} or not_covered <= {
-        "container-extra",
+def _sidecar(j):
+    spec = _task(j, "actor")["kubernetes"]["workload"]["template"]["spec"]
+    spec["containers"].append({"name": "sidecar", "image": spec["containers"][0]["image"]})
+
+
+# Warnings on a Job edited by hand: (case, mutate(job), id, path)
+JOB_WARNING_CASES = [
+    ("second-container", _sidecar, "container-extra", "spec.tasks[0].kubernetes.workload.template.spec.containers"),
+    (
+        "storage-map-unused-claim",
+        lambda j: _set(_task(j, "actor")["kubernetes"]["workload"], pvcStorageMap={"ghost": "standard"}),
         "storage-map-orphan",
-    }
+        "spec.tasks[0].kubernetes.workload.pvcStorageMap[ghost]",
+    ),
+]
+
+
+@pytest.mark.parametrize("case,mutate,fid,path", JOB_WARNING_CASES, ids=[c[0] for c in JOB_WARNING_CASES])
+def test_hand_edited_job_gives_the_warning(case, mutate, fid, path):
+    manifest, profile = example("sandbox")
+    job = preflight(manifest, profile)["job"]
+    mutate(job)
+    result = review_for_submission(job, manifest, profile)
+    assert [(f["severity"], f["path"]) for f in _find(result["findings"], fid)] == [("warning", path)], case
+
+
+def test_every_review_id_has_a_table_case():
+    covered = {c[3] for c in RECORD_CASES} | {c[2] for c in JOB_CASES} | {c[2] for c in JOB_WARNING_CASES}
+    # review-internal-error must never fire (test_review_properties); *-missing: test_missing_records_are_findings.
+    assert emitted_ids() - covered == {"review-internal-error", "manifest-missing", "profile-missing"}
 
 
 def test_missing_records_are_findings():

@@ -1,0 +1,52 @@
+"""Outcome checks through a reader independent of the collection.
+
+The collection's own readers (``jobs.py``, ``kube.py``, ``rlark_job_info``) are what the modules' waits
+rely on, so a test that checks "nothing was created" or "no Pod CR is left" with them cannot catch their
+bugs. These helpers read the API server with the sandbox's stdlib client (``sandbox/sandboxlib/kubeapi.py``)
+and the admin token.
+"""
+
+from urllib.parse import quote
+
+from kubeapi_for_tests import Api
+
+GROUP = "/apis/rlinf.io/v1alpha1"
+
+
+def _api(sandbox):
+    return Api(sandbox.server, sandbox.admin_token, sandbox.ca_cert)
+
+
+def get_job(sandbox, name):
+    """The Job object, or None when the API server has no Job of that name."""
+    api = _api(sandbox)
+    try:
+        return api.get("%s/jobs/%s" % (GROUP, quote(name, safe="")), missing_ok=True)
+    finally:
+        api.close()
+
+
+def job_pods(sandbox, name):
+    """Every Pod CR in any namespace whose rlark.io/task-name belongs to Job ``name`` (``<job>-<task>``)."""
+    api = _api(sandbox)
+    try:
+        items = api.get(GROUP + "/pods")["items"]
+    finally:
+        api.close()
+    owner = [((p["metadata"].get("labels") or {}).get("rlark.io/task-name") or "", p) for p in items]
+    return [p for task, p in owner if task.startswith(name + "-")]
+
+
+def job_tasks(sandbox, name):
+    api = _api(sandbox)
+    try:
+        return api.get(GROUP + "/tasks?labelSelector=" + quote("rlinf.io/job=" + name, safe=""))["items"]
+    finally:
+        api.close()
+
+
+def assert_nothing_created(sandbox, name):
+    """No Job, no Task and no Pod CR of ``name`` exist."""
+    assert get_job(sandbox, name) is None, "Job %s was created" % name
+    assert job_tasks(sandbox, name) == [], "Tasks of %s exist" % name
+    assert job_pods(sandbox, name) == [], "Pod CRs of %s exist" % name
