@@ -92,15 +92,20 @@ def read_logs(
     """``{pod name: text}`` for one Job; ``pod_names`` is needed for the kubeconfig source."""
     if source == "files":
         if not logs_dir:
-            raise LogSourceError("the files log source needs a logs directory")
+            raise LogSourceError(
+                "the files log source needs the directory of the exported pod logs: set rlark_logs_dir "
+                "(or RLARK_LOGS_DIR), or pick another rlark_log_source (gateway, kubeconfig)"
+            )
         return read_files(logs_dir, job_name)
     if source == "gateway":
         if not gateway_url:
-            raise LogSourceError("the gateway log source needs the gateway URL")
+            raise LogSourceError("the gateway log source needs the gateway URL: set rlark_gateway_url")
         return read_gateway(gateway_url, job_name, fetch)
     if source == "kubeconfig":
         if not kubeconfig:
-            raise LogSourceError("the kubeconfig log source needs a data-plane kubeconfig")
+            raise LogSourceError(
+                "the kubeconfig log source needs a data-plane kubeconfig: set rlark_data_plane_kubeconfig"
+            )
         return read_kubeconfig(kubeconfig, pod_names or [], namespace or DATA_PLANE_NAMESPACE)
     raise LogSourceError("unknown log source %r (use one of %s)" % (source, ", ".join(SOURCES)))
 

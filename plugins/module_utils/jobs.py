@@ -246,7 +246,9 @@ def ensure_present(client, desired, update=False, check_mode=False):
                     "job-spec-differs",
                     "The live Job %r differs from the definition and update is false." % name,
                     path="spec",
-                    hint="Review the diff, then set update=true to apply it (spec.stopped stays as it is).",
+                    hint="Compare the live Job with the definition (re-run with --check --diff to see the "
+                    "difference), then apply it with update=true (playbooks: -e rlark_update=true); "
+                    "spec.stopped stays as it is.",
                 )
             )
         if has_errors(found):

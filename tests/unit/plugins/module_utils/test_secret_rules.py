@@ -150,7 +150,7 @@ def test_preflight_reports_an_env_secret_once_at_the_manifest_path():
     manifest, profile = example("sandbox")
     env = role(manifest, "actor")["env"]
     env.append({"name": "DB_PASS", "value": "hunter2"})
-    index = [i for i, r in enumerate(manifest["roles"]) if r["name"] == "actor"][0]
+    index = next(i for i, r in enumerate(manifest["roles"]) if r["name"] == "actor")
     result = preflight(manifest, profile)
     hits = [(f["path"], f["severity"]) for f in result["findings"] if f["id"] == "env-secret"]
     assert hits == [("manifest.roles[%d].env[%d]" % (index, len(env) - 1), "error")]
