@@ -82,7 +82,7 @@ options:
       - Seconds to keep retrying an API server that has not answered yet (connection refused, unreachable),
         so a wrong address fails fast with the server's URL in the message.
       - Once the server has answered, dropped connections are retried within the task's whole time budget.
-      - If not set, the value of the E(RLARK_CONNECT_TIMEOUT) environment variable is used, else V(15).
+      - If not set, the value of the E(RLARK_CONNECT_TIMEOUT) environment variable is used, else V(10).
       - The playbooks pass the variable C(rlark_connect_timeout).
     type: float
     version_added: 0.1.0

@@ -38,7 +38,7 @@ DEFAULT_PAGE_LIMIT = 500
 DEFAULT_TIMEOUT = 120.0
 # A server that never answered (refused, unroutable) is given this long before the task fails; once
 # it has answered, dropped connections are retried up to the task's whole deadline.
-DEFAULT_CONNECT_TIMEOUT = 15.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
 CONNECT_TIMEOUT_ENV = "RLARK_CONNECT_TIMEOUT"
 RETRYABLE_STATUS = (429, 500, 502, 503, 504)
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -669,7 +669,7 @@ def _seconds(value):
 
 
 def connect_timeout_of(params):
-    """Seconds to wait for a server that never answered: option, then RLARK_CONNECT_TIMEOUT, then 15."""
+    """Seconds to wait for a server that never answered: option, then RLARK_CONNECT_TIMEOUT, then 10."""
     value = params.get("connect_timeout")
     if value in (None, ""):
         value = os.environ.get(CONNECT_TIMEOUT_ENV) or DEFAULT_CONNECT_TIMEOUT

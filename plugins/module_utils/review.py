@@ -1152,10 +1152,38 @@ def input_findings(data, kind):
                 "%s-invalid" % prefix,
                 "%s: %s" % (manifest_io.TITLES[kind], error["message"]),
                 path=manifest_io.field_path([], prefix) + ("." + error["path"] if error["path"] else ""),
-                hint="Fix the field (see schemas/%s)." % manifest_io.SCHEMA_FILES[kind],
+                hint=_input_hint(kind, error),
             )
         )
     return found, (result["data"] if not found else None)
+
+
+def _input_hint(kind, error):
+    """What to do about one input error, naming the playbook variable that passes the record."""
+    variable, title = manifest_io.VARIABLES[kind], manifest_io.TITLES[kind]
+    if error.get("unreadable") and "not valid YAML" in error["message"]:
+        return "Fix the YAML syntax at the line and column shown, in the file given as %s." % variable
+    if error.get("unreadable"):
+        return (
+            "Pass the %s as a readable YAML file: -e %s=PATH (a relative PATH is resolved from the directory "
+            % (
+                title,
+                variable,
+            )
+            + "you run ansible-playbook in)."
+        )
+    if not error["path"]:
+        return "Give %s a %s: a YAML mapping as described in schemas/%s." % (
+            variable,
+            title,
+            manifest_io.SCHEMA_FILES[kind],
+        )
+    return "Fix %s in the %s given as %s (schemas/%s lists every field)." % (
+        error["path"],
+        title,
+        variable,
+        manifest_io.SCHEMA_FILES[kind],
+    )
 
 
 def review_records(job, manifest, profile):

@@ -16,7 +16,7 @@ def test_a_refused_connection_fails_within_the_connect_timeout_naming_the_server
     with pytest.raises(kube.TransportError) as err:
         client.get(JOBS)
     waited = clock.now - 1000.0
-    assert 10.0 <= waited <= kube.DEFAULT_CONNECT_TIMEOUT
+    assert kube.DEFAULT_CONNECT_TIMEOUT - 1.0 <= waited <= kube.DEFAULT_CONNECT_TIMEOUT
     text = str(err.value)
     assert text.count("https://fake.invalid:6443") == 1 and text.count("rlark_kubeconfig") == 1
     assert "ConnectionRefusedError" in text and "rlark_connect_timeout" in text
@@ -42,7 +42,7 @@ def test_a_server_that_answered_keeps_the_whole_deadline_for_dropped_connections
 
 @pytest.mark.parametrize(
     "params,env,expected",
-    [({}, None, 15.0), ({"connect_timeout": 4}, "9", 4.0), ({}, "9", 9.0), ({"connect_timeout": None}, "2.5", 2.5)],
+    [({}, None, 10.0), ({"connect_timeout": 4}, "9", 4.0), ({}, "9", 9.0), ({"connect_timeout": None}, "2.5", 2.5)],
 )
 def test_connect_timeout_from_option_then_environment(monkeypatch, params, env, expected):
     monkeypatch.delenv(kube.CONNECT_TIMEOUT_ENV, raising=False)
