@@ -133,9 +133,9 @@ def record_header(kind, job=None, run_id=None, outcome=None, identity=None, now=
 
 def record_document(kind, data, job=None, stamp=None, outcome=None, identity=None):
     """The redacted YAML text of one record (also usable with ansible.builtin.copy content)."""
-    header = record_header(kind, job, stamp, outcome, identity)
-    header["data"] = without_noise(data)
-    return dump_yaml(redact(header))
+    header = record_header(kind, job, stamp, outcome, identity)  # written here, nothing to mask
+    header["data"] = redact(without_noise(data))
+    return dump_yaml(header)
 
 
 def _create_exclusive(directory, name, text, mode):

@@ -159,6 +159,8 @@ _URL_PASSWORD = re.compile(_BY_ID["url-password"].value)
 _LONG_TOKEN = re.compile(_BY_ID["high-entropy"].value)
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-]*)(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s'\";&,]+)")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
+# rlark.ops run ids (20250102T030405Z-guarded-stop-3fa9c1) name record directories, they hide nothing.
+_RUN_ID = re.compile(r"^[0-9]{8}T[0-9]{6}Z(?:-[a-z0-9]+)*$")
 # The base64 body of an SSH public key is high-entropy but public (Job spec.sshPublicKey).
 _PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp[0-9]+|sk-ssh-ed25519@openssh\.com)\s+$")
 
@@ -265,7 +267,7 @@ def _redact_text(text):
 
 def _mask_long_token(match):
     before = match.string[max(0, match.start() - 40) : match.start()]
-    if not is_high_entropy_token(match.group(0)) or _PUBLIC_KEY_TYPE.search(before):
+    if not is_high_entropy_token(match.group(0)) or _PUBLIC_KEY_TYPE.search(before) or _RUN_ID.match(match.group(0)):
         return match.group(0)
     return MASK
 

@@ -18,6 +18,7 @@ import posixpath
 from ansible_collections.rlark.ops.plugins.module_utils import manifest as manifest_io
 from ansible_collections.rlark.ops.plugins.module_utils import render
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, WARNING, finding
+from ansible_collections.rlark.ops.plugins.module_utils.labels import metadata_findings
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact, redact_text, secret_reason
 from ansible_collections.rlark.ops.plugins.module_utils.selectors import static_selector_findings
@@ -254,6 +255,7 @@ def job_findings(job):
             )
         )
     spec = job.get("spec")
+    found.extend(metadata_findings(job.get("metadata")))
     _check_keys(found, spec, JOB_SPEC_KEYS, "spec")
     tasks = _tasks(job)
     found.extend(name_findings(_s(_d(job.get("metadata")).get("name")), [t.get("name") for _index, t in tasks]))

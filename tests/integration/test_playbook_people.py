@@ -142,8 +142,8 @@ def test_migrate_stop_resume_records_one_directory_per_run(sandbox, tmp_path):
         runs = sorted(os.listdir(os.path.join(w.records, w.name)))
         kinds = [sorted(os.listdir(os.path.join(w.records, w.name, r))) for r in runs]
         assert [r.split("-")[1] for r in runs] == ["migrate", "guarded", "migrate", "resume"], runs
-        assert kinds[0] == ["job.yml", "preflight.yml", "run.yml", "verify.yml"], kinds
-        assert "stop.yml" in kinds[1] and kinds[2] == ["job.yml", "preflight.yml"], kinds
+        assert kinds[0] == ["preflight.yml", "run.yml", "verify.yml"], kinds
+        assert "stop.yml" in kinds[1] and kinds[2] == ["preflight.yml"], kinds
         assert kinds[3] == ["original-job.yml", "resume.yml"], kinds
         assert "%s/%s/%s" % (w.records, w.name, runs[0]) in "\n".join(summary)
         new_runs = os.listdir(os.path.join(w.records, w.created[-1]))

@@ -102,6 +102,7 @@ LOOK_ALIKES = [
     ("TOKEN_TYPE", "bearer"),
     ("AUTH_ENABLED", "true"),
     ("WANDB_API_KEY_FILE", "${WANDB_KEY_PATH}"),
+    ("RLARK_RUN", "records/demo/20261130T233844Z-guarded-stop-d059d4/stop.yml"),
 ]
 
 
