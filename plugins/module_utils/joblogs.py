@@ -110,6 +110,20 @@ def read_logs(
     raise LogSourceError("unknown log source %r (use one of %s)" % (source, ", ".join(SOURCES)))
 
 
+# The first line a new head container prints: RLark's head script runs ``ray start --head`` ("Ray runtime
+# started."); the sandbox's trainer says "Starting Ray head node". A files log keeps every container's lines.
+CONTAINER_START = r"^(?:Ray runtime started\.|Starting Ray head node\b)"
+
+
+def current_container(text, start=CONTAINER_START):
+    """The part of an appended log written by the current container: from the last start line on
+    (the whole text when no start line is there). Signals of earlier containers prove nothing now."""
+    if not text or not start:
+        return text
+    starts = [m.start() for m in re.finditer(start, text, re.MULTILINE)]
+    return text[starts[-1] :] if starts else text
+
+
 def wait_for_logs(read, pod, until, timeout, interval=1.0, clock=time.monotonic, sleep=time.sleep):
     """Call ``read()`` until ``until(logs[pod])`` is true or ``timeout`` passes; ``(logs, timed_out)``."""
     deadline = clock() + max(0.0, float(timeout))
@@ -122,4 +136,12 @@ def wait_for_logs(read, pod, until, timeout, interval=1.0, clock=time.monotonic,
         sleep(min(interval, max(0.0, deadline - clock())) or 0.05)
 
 
-__all__ = ["SOURCES", "LogSourceError", "head_pod_name", "read_logs", "wait_for_logs"]
+__all__ = [
+    "CONTAINER_START",
+    "SOURCES",
+    "LogSourceError",
+    "current_container",
+    "head_pod_name",
+    "read_logs",
+    "wait_for_logs",
+]

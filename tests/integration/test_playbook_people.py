@@ -164,3 +164,15 @@ def test_migrate_stop_resume_records_one_directory_per_run(sandbox, tmp_path):
                 assert doc["collection_version"] and doc["identity"]["user"], path
     finally:
         w.cleanup()
+
+
+def test_tags_preflight_validates_only(sandbox, tmp_path):
+    w = Workload(sandbox, tmp_path)
+    run = w.play("migrate.yml", args=("--tags", "preflight"))
+    assert run.rc == 0, run
+    tasks = [t for t, _r in run.task_results()]
+    assert "Load, validate, render and review (filters on the controller)" in tasks
+    assert not [t for t in tasks if "selectors" in t or "Create the Job" in t or "Summarise" in t], tasks
+    assert w.info() is None, "--tags preflight created the Job"
+    (run_dir,) = os.listdir(os.path.join(w.records, w.name))
+    assert os.listdir(os.path.join(w.records, w.name, run_dir)) == ["preflight.yml"]
