@@ -70,7 +70,7 @@ options:
   mode:
     description:
       - File mode of the record files (directories get the matching search bits).
-      - Defaults to the variable C(rlark_records_mode), else V(0640) (group-readable: colleagues can read them).
+      - Defaults to the variable C(rlark_records_mode), else V(0640), readable by the group so colleagues can read them.
     type: raw
 """
 
