@@ -6,11 +6,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import time
-
 from ansible.plugins.action import ActionBase
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
-from ansible_collections.rlark.ops.plugins.module_utils.records import utc_stamp, write_record
+from ansible_collections.rlark.ops.plugins.module_utils.records import (
+    DEFAULT_MODE,
+    acting_identity,
+    new_run_id,
+    write_record,
+)
 
 ARGUMENT_SPEC = {
     "records_dir": {"type": "path", "required": True},
@@ -18,8 +21,21 @@ ARGUMENT_SPEC = {
     "kind": {"type": "str", "required": True},
     "data": {"type": "raw", "required": True},
     "files": {"type": "dict", "default": {}},
+    "run_id": {"type": "str"},
     "stamp": {"type": "str"},
+    "outcome": {"type": "str"},
+    "mode": {"type": "raw"},
 }
+
+
+def file_mode(value):
+    """0640 from ``'0640'``, ``'640'``, ``0o640`` or 416; ValueError otherwise."""
+    if value in (None, ""):
+        return DEFAULT_MODE
+    mode = value if isinstance(value, int) else int(str(value), 8)
+    if not 0 <= mode <= 0o777:
+        raise ValueError("%r is not a file mode such as '0640'" % (value,))
+    return mode
 
 
 class ActionModule(ActionBase):
@@ -29,33 +45,37 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
-        stamp = args.get("stamp") or utc_stamp()
+        task_vars = task_vars or {}
+        # One id per playbook run (rlark_run_id, set at the start of each playbook) groups its records.
+        run_id = args.get("run_id") or self._templar.template(task_vars.get("rlark_run_id") or "") or args.get("stamp")
+        run_id = run_id or new_run_id(args["kind"])
         # Records are audit output on the controller, not managed state: never "changed", never in check mode.
         result["changed"] = False
         if self._task.check_mode:
-            result.update(skipped_write=True, path=None, msg="check mode: no record written")
+            result.update(skipped_write=True, path=None, run_id=run_id, msg="check mode: no record written")
             return result
-        data = plain(args["data"])
-        for attempt in range(3):
-            try:
-                path = write_record(args["records_dir"], args["job"], args["kind"], data, stamp)
-                break
-            except ValueError as exc:
-                # Two runs on the same Job within one second (concurrent guarded stops): take the next second.
-                if "already exists" not in str(exc) or args.get("stamp") or attempt == 2:
-                    result.update(failed=True, msg="Could not write the %s record: %s" % (args["kind"], exc))
-                    return result
-                time.sleep(1.0)
-                stamp = utc_stamp()
-            except OSError as exc:
-                result.update(failed=True, msg="Could not write the %s record: %s" % (args["kind"], exc))
-                return result
-        extra = []
         try:
-            for name, content in sorted((args.get("files") or {}).items()):
-                extra.append(write_record(args["records_dir"], args["job"], name, {"text": plain(content)}, stamp))
-        except (OSError, ValueError) as exc:
-            result.update(failed=True, msg="Could not write the %s files: %s" % (args["kind"], exc))
+            mode = file_mode(args.get("mode") or self._templar.template(task_vars.get("rlark_records_mode") or ""))
+        except ValueError as exc:
+            result.update(failed=True, msg="rlark_records_mode: %s" % exc)
             return result
-        result.update(path=path, files=extra, stamp=stamp, directory=path.rsplit("/", 1)[0])
+        options = {"mode": mode, "identity": acting_identity(task_vars.get("rlark_api_user"))}
+        try:
+            path = write_record(
+                args["records_dir"], args["job"], args["kind"], plain(args["data"]), run_id,
+                outcome=args.get("outcome"), **options
+            )  # fmt: skip
+            extra = [
+                write_record(args["records_dir"], args["job"], name, {"text": plain(content)}, run_id, **options)
+                for name, content in sorted((args.get("files") or {}).items())
+            ]
+        except (OSError, ValueError) as exc:
+            result.update(
+                failed=True,
+                msg="Could not write the %s record under %s (rlark_records_dir): %s"
+                % (args["kind"], args["records_dir"], exc),
+            )
+            return result
+        directory = path.rsplit("/", 1)[0]
+        result.update(path=path, files=extra, run_id=run_id, stamp=run_id, directory=directory)
         return result

@@ -77,6 +77,15 @@ options:
       - If not set, the value of the E(K8S_AUTH_NO_PROXY) environment variable is used.
     type: str
     version_added: 0.1.0
+  connect_timeout:
+    description:
+      - Seconds to keep retrying an API server that has not answered yet (connection refused, unreachable),
+        so a wrong address fails fast with the server's URL in the message.
+      - Once the server has answered, dropped connections are retried within the task's whole time budget.
+      - If not set, the value of the E(RLARK_CONNECT_TIMEOUT) environment variable is used, else V(10).
+      - The playbooks pass the variable C(rlark_connect_timeout).
+    type: float
+    version_added: 0.1.0
 notes:
   - The API client retries a 429 answer after its C(Retry-After) delay, and 5xx answers and dropped connections
     with jittered exponential backoff, all within the task's time budget.

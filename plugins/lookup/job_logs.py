@@ -69,6 +69,18 @@ options:
     type: list
     elements: str
     default: []
+  current_container:
+    description:
+      - Judge O(wait_for) and O(stop_on) on the lines of the current head container only.
+      - A C(files) log keeps the lines of every container that ran under the pod's name (a Job stopped and
+        started again, a restarted pod); with this option the text before the last container start line
+        (O(container_start)) is dropped from RV(_raw[].head_log) and RV(_raw[].logs).
+    type: bool
+    default: false
+  container_start:
+    description: Regex of the first line a new head container prints (multi-line mode).
+    type: str
+    default: '^(?:Ray runtime started\.|Starting Ray head node\b)'
   timeout:
     description: Seconds to wait for O(wait_for).
     type: float
@@ -139,6 +151,7 @@ from ansible.module_utils.urls import open_url  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (  # noqa: E402
     LogSourceError,
+    current_container,
     head_pod_name,
     read_logs,
     wait_for_logs,
@@ -166,7 +179,7 @@ class LookupModule(LookupBase):
             pods = self.get_option("pods") or [head]
 
             def read(job=job, pods=pods):
-                return read_logs(
+                logs = read_logs(
                     opts["source"],
                     job,
                     pod_names=pods,
@@ -176,6 +189,9 @@ class LookupModule(LookupBase):
                     namespace=opts["namespace"],
                     fetch=_http_get,
                 )
+                if not self.get_option("current_container"):
+                    return logs
+                return {pod: current_container(text, self.get_option("container_start")) for pod, text in logs.items()}
 
             def done(text):
                 return any(r.search(text) for r in stop_on) or all(r.search(text) for r in wait_for)

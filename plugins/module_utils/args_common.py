@@ -30,6 +30,7 @@ AUTH_ARG_SPEC = dict(
     client_key=dict(type="path", aliases=["key_file"], no_log=False, fallback=_env("K8S_AUTH_KEY_FILE")),
     proxy=dict(type="str", fallback=_env("K8S_AUTH_PROXY")),
     no_proxy=dict(type="str", fallback=_env("K8S_AUTH_NO_PROXY")),
+    connect_timeout=dict(type="float", fallback=_env("RLARK_CONNECT_TIMEOUT")),
 )
 
 AUTH_OPTION_NAMES = tuple(AUTH_ARG_SPEC)

@@ -92,17 +92,36 @@ def read_logs(
     """``{pod name: text}`` for one Job; ``pod_names`` is needed for the kubeconfig source."""
     if source == "files":
         if not logs_dir:
-            raise LogSourceError("the files log source needs a logs directory")
+            raise LogSourceError(
+                "the files log source needs the directory of the exported pod logs: set rlark_logs_dir "
+                "(or RLARK_LOGS_DIR), or pick another rlark_log_source (gateway, kubeconfig)"
+            )
         return read_files(logs_dir, job_name)
     if source == "gateway":
         if not gateway_url:
-            raise LogSourceError("the gateway log source needs the gateway URL")
+            raise LogSourceError("the gateway log source needs the gateway URL: set rlark_gateway_url")
         return read_gateway(gateway_url, job_name, fetch)
     if source == "kubeconfig":
         if not kubeconfig:
-            raise LogSourceError("the kubeconfig log source needs a data-plane kubeconfig")
+            raise LogSourceError(
+                "the kubeconfig log source needs a data-plane kubeconfig: set rlark_data_plane_kubeconfig"
+            )
         return read_kubeconfig(kubeconfig, pod_names or [], namespace or DATA_PLANE_NAMESPACE)
     raise LogSourceError("unknown log source %r (use one of %s)" % (source, ", ".join(SOURCES)))
+
+
+# The first line a new head container prints: RLark's head script runs ``ray start --head`` ("Ray runtime
+# started."); the sandbox's trainer says "Starting Ray head node". A files log keeps every container's lines.
+CONTAINER_START = r"^(?:Ray runtime started\.|Starting Ray head node\b)"
+
+
+def current_container(text, start=CONTAINER_START):
+    """The part of an appended log written by the current container: from the last start line on
+    (the whole text when no start line is there). Signals of earlier containers prove nothing now."""
+    if not text or not start:
+        return text
+    starts = [m.start() for m in re.finditer(start, text, re.MULTILINE)]
+    return text[starts[-1] :] if starts else text
 
 
 def wait_for_logs(read, pod, until, timeout, interval=1.0, clock=time.monotonic, sleep=time.sleep):
@@ -117,4 +136,12 @@ def wait_for_logs(read, pod, until, timeout, interval=1.0, clock=time.monotonic,
         sleep(min(interval, max(0.0, deadline - clock())) or 0.05)
 
 
-__all__ = ["SOURCES", "LogSourceError", "head_pod_name", "read_logs", "wait_for_logs"]
+__all__ = [
+    "CONTAINER_START",
+    "SOURCES",
+    "LogSourceError",
+    "current_container",
+    "head_pod_name",
+    "read_logs",
+    "wait_for_logs",
+]

@@ -17,6 +17,7 @@ import copy
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding, has_errors
 from ansible_collections.rlark.ops.plugins.module_utils.kube import ApiError, resource_path
 from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
+from ansible_collections.rlark.ops.plugins.module_utils.redact import redact
 
 JOBS = resource_path("jobs")
 TASKS = resource_path("tasks")
@@ -143,7 +144,8 @@ def diff_view(job):
 
 
 def make_diff(before, after):
-    return {"before": diff_view(before), "after": diff_view(after)}
+    """What --diff prints: secrets masked (a live Job may carry env values set in the console)."""
+    return {"before": redact(diff_view(before)), "after": redact(diff_view(after))}
 
 
 def structural_findings(live, desired):
@@ -263,7 +265,9 @@ def ensure_present(client, desired, update=False, check_mode=False):
                     "job-spec-differs",
                     "The live Job %r differs from the definition and update is false." % name,
                     path="spec",
-                    hint="Review the diff, then set update=true to apply it (spec.stopped stays as it is).",
+                    hint="Compare the live Job with the definition (re-run with --check --diff to see the "
+                    "difference), then apply it with update=true (playbooks: -e rlark_update=true); "
+                    "spec.stopped stays as it is.",
                 )
             )
         if has_errors(found):

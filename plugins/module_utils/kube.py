@@ -36,6 +36,10 @@ VERSION = "v1alpha1"
 API_PREFIX = "/apis/%s/%s" % (GROUP, VERSION)
 DEFAULT_PAGE_LIMIT = 500
 DEFAULT_TIMEOUT = 120.0
+# A server that never answered (refused, unroutable) is given this long before the task fails; once
+# it has answered, dropped connections are retried up to the task's whole deadline.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+CONNECT_TIMEOUT_ENV = "RLARK_CONNECT_TIMEOUT"
 RETRYABLE_STATUS = (429, 500, 502, 503, 504)
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 USER_AGENT = "rlark.ops/0.1.0"
@@ -51,6 +55,7 @@ AUTH_OPTIONS = (
     "client_key",
     "proxy",
     "no_proxy",
+    "connect_timeout",
 )
 
 
@@ -293,7 +298,8 @@ def resolve_auth(params):
     if not settings.server:
         settings.cleanup()
         raise ConfigError(
-            "No API server to talk to: set kubeconfig (or K8S_AUTH_KUBECONFIG) or host (or K8S_AUTH_HOST)."
+            "No API server to talk to: pass -e rlark_kubeconfig=PATH (module option kubeconfig, or "
+            "K8S_AUTH_KUBECONFIG), or set the module option host (or K8S_AUTH_HOST)."
         )
     return settings
 
@@ -431,6 +437,7 @@ class Client:
         backoff_cap=8.0,
         request_timeout=30.0,
         log=None,
+        connect_timeout=DEFAULT_CONNECT_TIMEOUT,
     ):
         self.settings = settings
         self.transport = transport or HttpTransport(settings)
@@ -441,6 +448,8 @@ class Client:
         self.backoff_cap = backoff_cap
         self.request_timeout = request_timeout
         self.deadline = clock() + float(timeout)
+        self.connect_timeout = float(connect_timeout)
+        self.answered = False  # the server has answered at least once
         self.api_calls = 0
         self.retries = 0
         self.log = log or (lambda message: None)
@@ -462,6 +471,8 @@ class Client:
             log=self.log,
         )
         twin.deadline = self.deadline
+        twin.connect_timeout = self.connect_timeout
+        twin.answered = self.answered
         return twin
 
     def absorb(self, twin):
@@ -509,22 +520,36 @@ class Client:
         payload = None if body is None else json.dumps(body).encode("utf-8")
         headers = self._headers(content_type if payload is not None else None)
         attempt = 0
+        first_failure = None
         while True:
             timeout = max(0.5, min(self.request_timeout, self.remaining()))
+            if not self.answered:
+                timeout = min(timeout, max(0.5, self.connect_timeout))
             ambiguous = False
             try:
                 self.api_calls += 1
                 code, resp_headers, data = self.transport.send(method, path, headers, payload, timeout)
             except CONNECTION_ERRORS as exc:
+                now = self.clock()
+                first_failure = now if first_failure is None else first_failure
                 detail = exc.__class__.__name__ + (": %s" % exc if str(exc) else "")
                 last_error = TransportError(
-                    "The connection to the API server failed during %s %s after %d attempt(s): %s."
-                    % (method, path.split("?")[0], attempt + 1, detail)
-                )
+                    "Cannot reach the API server %s: %s %s failed after %d attempt(s) in %.0f s: %s. Check that "
+                    "the server of rlark_kubeconfig/rlark_context is up and reachable from this machine (waiting "
+                    "for a server that never answered is limited by rlark_connect_timeout, %s s)."
+                    % (self.server or "(unknown)", method, path.split("?")[0], attempt + 1, now - first_failure,
+                       detail, _seconds(self.connect_timeout))
+                )  # fmt: skip
                 why = "connection failed (%s)" % detail
                 delay = self._backoff(attempt)
                 ambiguous = True
+                if not self.answered:
+                    window = self.connect_timeout - (now - first_failure)
+                    if window <= 0.05:
+                        raise last_error from None
+                    delay = min(delay, window)
             else:
+                self.answered = True
                 if code < 400:
                     return self._decode(data, method, path)
                 last_error = parse_status(code, data, method, path)
@@ -640,6 +665,27 @@ class Client:
         return self.request("DELETE", path, None, body, "application/json", on_ambiguous=on_ambiguous)
 
 
+def _seconds(value):
+    return ("%.1f" % value).rstrip("0").rstrip(".")
+
+
+def connect_timeout_of(params):
+    """Seconds to wait for a server that never answered: option, then RLARK_CONNECT_TIMEOUT, then 10."""
+    value = params.get("connect_timeout")
+    if value in (None, ""):
+        value = os.environ.get(CONNECT_TIMEOUT_ENV) or DEFAULT_CONNECT_TIMEOUT
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            "connect_timeout (rlark_connect_timeout) must be a number of seconds, not %r" % (value,)
+        ) from None
+    if value <= 0:
+        raise ConfigError("connect_timeout (rlark_connect_timeout) must be more than 0 seconds, not %r" % (value,))
+    return value
+
+
 def client_from_params(params, timeout=DEFAULT_TIMEOUT, log=None):
-    """Build a Client from module parameters (auth options)."""
-    return Client(resolve_auth(params), timeout=timeout, log=log)
+    """Build a Client from module parameters (auth options and connect_timeout)."""
+    connect_timeout = connect_timeout_of(params)
+    return Client(resolve_auth(params), timeout=timeout, log=log, connect_timeout=connect_timeout)

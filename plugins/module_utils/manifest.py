@@ -20,6 +20,8 @@ MANIFEST = "manifest"
 PROFILE = "profile"
 KINDS = {MANIFEST: "LaunchManifest", PROFILE: "DeploymentProfile"}
 TITLES = {MANIFEST: "launch manifest", PROFILE: "deployment profile"}
+# The playbook variable that passes each record (named in hints, since users set these, not module options).
+VARIABLES = {MANIFEST: "rlark_launch_manifest", PROFILE: "rlark_deployment_profile"}
 SCHEMA_FILES = {MANIFEST: "launch_manifest.schema.json", PROFILE: "deployment_profile.schema.json"}
 SCHEMA_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schemas"))
 
@@ -223,7 +225,7 @@ def load_and_validate(source, kind, extra_ok=None):
     try:
         data = load_document(source)
     except InputError as exc:
-        return {"ok": False, "errors": [{"path": "", "message": str(exc)}], "data": None}
+        return {"ok": False, "errors": [{"path": "", "message": str(exc), "unreadable": True}], "data": None}
     result = validate(data, kind, extra_ok)
     result["raw"] = data
     return result

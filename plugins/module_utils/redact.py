@@ -1,11 +1,12 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Mask secrets in anything rlark.ops writes or returns: records, findings, filter results.
+"""Mask secrets in anything rlark.ops writes or returns: records, findings, filter results, diffs, logs.
 
-Two detectors: by **name** (a key, env name or ``key=value`` left side whose words include
-password, secret, token, api key, private key, credential...) and by **value shape** (JWT, PEM
-private keys, AWS access key ids, bearer tokens, ``user:password@`` in URLs, long high-entropy
-tokens). Image digests and git commits (hex) are kept: records need them.
+One rule table, ``SECRET_RULES``, says what a secret is, both **by name** (a key, env name or
+``key=value`` left side: passwords, tokens, PATs, API keys, credentials...) and **by value shape**
+(PEM private keys, JWTs, vendor tokens, cloud keys, webhook URLs, ``user:password@`` in URLs, long
+high-entropy strings). The review flags exactly what this module masks, so a clean record is never
+altered by redaction. Image digests and git commits (hex) are kept: records need them.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,6 +15,7 @@ __metaclass__ = type
 
 import math
 import re
+from collections import namedtuple
 
 try:
     from functools import lru_cache
@@ -22,40 +24,29 @@ except ImportError:  # pragma: no cover - Python 2 controllers are not supported
 
 MASK = "***REDACTED***"
 
-# Words that make a name secret on their own, and word pairs that do so together.
-_SECRET_WORDS = {
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "token",
-    "credential",
-    "credentials",
-    "apikey",
-    "authorization",
-    "cookie",
-}
-_SECRET_PAIRS = {
-    ("api", "key"),
-    ("access", "key"),
-    ("private", "key"),
-    ("secret", "key"),
-    ("auth", "token"),
-    ("session", "key"),
-    ("client", "secret"),
-    ("signing", "key"),
-}
-# A name ending in one of these words refers to a secret instead of holding one.
-_REFERENCE_WORDS = {"ref", "name", "file", "path", "dir", "id_file", "env", "mount", "secretkeyref"}
+# ``name`` is a test on the name's words and value (or None); ``value`` a regex on the text (or None).
+Rule = namedtuple("Rule", "id what name value")
 
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S)
-_AWS_ID = re.compile(r"\b(?:AKIA|ASIA|AIDA|AROA)[A-Z0-9]{16}\b")
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
-_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)")
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-]*)(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s'\";&,]+)")
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9+_=\-]{32,}")
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
+# A name whose last word is one of these refers to a secret (or measures one) instead of holding it.
+_NOT_HOLDING = {
+    "ref", "name", "file", "path", "dir", "env", "mount", "secretkeyref", "secretref", "url", "endpoint", "host",
+    "type", "kind", "mode", "header", "field", "id_file", "enabled", "expiry", "ttl", "timeout", "format", "store",
+}  # fmt: skip
+# Words that make the name a count or a limit (MAX_TOKENS, TOKEN_LIMIT), never a secret.
+_MEASURES = {"max", "min", "num", "count", "limit", "length", "len", "size", "budget", "per", "total", "tokens"}
+_PASSWORD_WORDS = {"password", "passwd", "passphrase", "pass", "pwd", "pw"}
+_TOKEN_WORDS = {"token", "pat", "jwt", "bearer"}
+_SECRET_WORDS = {"secret", "credential", "credentials", "apikey", "authorization", "cookie", "privatekey", "dsn"}
+_SECRET_PAIRS = {
+    ("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("session", "key"), ("signing", "key"),
+    ("account", "key"), ("master", "key"), ("encryption", "key"), ("client", "secret"), ("auth", "key"),
+    ("license", "key"), ("webhook", "url"), ("hook", "url"),
+}  # fmt: skip
+# Values that never hold a secret whatever the name: switches, small numbers, paths, variable references.
+_HARMLESS_VALUE = re.compile(
+    r"^(?:true|false|yes|no|on|off|none|null|[0-9]{1,5}|[~/][^\s]*|\$\{[^}]*\}|\$\([^)]*\))$", re.I
+)
+_TOKENISH = re.compile(r"^[A-Za-z0-9_\-+/=.:]{20,}$")
 
 
 def name_words(name):
@@ -64,19 +55,143 @@ def name_words(name):
     return [w for w in re.split(r"[^A-Za-z0-9]+", text.lower()) if w]
 
 
+def _holds(words):
+    """A name that can hold a value: not a reference (``..._FILE``) nor a measure (``MAX_TOKENS``)."""
+    if words[-1:] == ["url"] and ("webhook" in words or "hook" in words):
+        return True  # a webhook URL is itself the credential
+    if not words or words[-1] in _NOT_HOLDING or "".join(words[-2:]) in _NOT_HOLDING:
+        return False
+    return not any(w in _MEASURES for w in words)
+
+
+def _password_name(words, value):
+    # PGPASSWORD, DB_PASS, MYSQL_PWD (a lone PWD is the working directory)
+    if words == ["pwd"] or words == ["oldpwd"]:
+        return False
+    return any(w in _PASSWORD_WORDS or w.endswith(("password", "passwd")) for w in words)
+
+
+def _token_name(words, value):
+    # GITHUB_TOKEN, GH_PAT, AUTHTOKEN, x-auth-token
+    return any(w in _TOKEN_WORDS or (w.endswith("token") and len(w) > 5) for w in words)
+
+
+def _secret_word_name(words, value):
+    return any(w in _SECRET_WORDS for w in words) or any(p in _SECRET_PAIRS for p in zip(words, words[1:]))
+
+
+def _keyed_token(words, value):
+    # OPENAI_KEY / WANDB_KEY holding a long token (40 hex included); sshPublicKey holds no secret.
+    return words[-1] == "key" and "public" not in words and isinstance(value, str) and bool(_TOKENISH.match(value))
+
+
+SECRET_RULES = (
+    # by name (the value only decides when the rule says so)
+    Rule("password-name", "its name says it holds a password", _password_name, None),
+    Rule("token-name", "its name says it holds a token or PAT", _token_name, None),
+    Rule("secret-name", "its name says it holds a secret, API key or credential", _secret_word_name, None),
+    Rule("key-name-token", "its name ends in KEY and its value is a long token", _keyed_token, None),
+    # by value shape
+    Rule(
+        "pem-private-key",
+        "a PEM private key",
+        None,
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+    ),
+    Rule("openssh-private-key", "an OpenSSH private key", None, r"\bb3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{20,}"),
+    Rule("jwt", "a JSON Web Token", None, r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
+    Rule("aws-access-key-id", "an AWS access key id", None, r"\b(?:AKIA|ASIA|AIDA|AROA|AGPA|ANPA)[A-Z0-9]{16}\b"),
+    Rule("github-token", "a GitHub token", None, r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+    Rule("gitlab-token", "a GitLab token", None, r"\bgl(?:pat|dt|rt|cbt|ptt)-[A-Za-z0-9_-]{20,}"),
+    Rule(
+        "openai-key",
+        "an OpenAI/Anthropic-style API key",
+        None,
+        r"\bsk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+    ),
+    Rule("stripe-key", "a Stripe secret key", None, r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    Rule("slack-token", "a Slack token", None, r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),
+    Rule(
+        "slack-webhook",
+        "a Slack webhook URL",
+        None,
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+",
+    ),
+    Rule(
+        "discord-webhook",
+        "a Discord webhook URL",
+        None,
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]+",
+    ),
+    Rule(
+        "teams-webhook",
+        "a Microsoft Teams webhook URL",
+        None,
+        r"https://[A-Za-z0-9.-]+\.webhook\.office\.com/[^\s'\"]+",
+    ),
+    Rule("google-api-key", "a Google API key", None, r"\bAIza[0-9A-Za-z_-]{35}"),
+    Rule(
+        "gcp-service-account-key",
+        "a Google service account private key id",
+        None,
+        r"\"private_key_id\"\s*:\s*\"[0-9a-f]{40}\"",
+    ),
+    Rule("huggingface-token", "a Hugging Face token", None, r"\bhf_[A-Za-z0-9]{30,}"),
+    Rule("npm-token", "an npm token", None, r"\bnpm_[A-Za-z0-9]{36}\b"),
+    Rule("pypi-token", "a PyPI token", None, r"\bpypi-[A-Za-z0-9_-]{50,}"),
+    Rule("sendgrid-key", "a SendGrid key", None, r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
+    Rule("azure-account-key", "an Azure storage account key", None, r"\b(?i:AccountKey)=[A-Za-z0-9+/=]{20,}"),
+    Rule("azure-sas", "an Azure SAS signature", None, r"\bsig=[A-Za-z0-9%+/=]{20,}"),
+    Rule("twilio-key", "a Twilio API key", None, r"\bSK[0-9a-f]{32}\b"),
+    Rule("databricks-token", "a Databricks token", None, r"\bdapi[0-9a-f]{32}\b"),
+    # shapes with their own masking (see _redact_text)
+    Rule("auth-header", "an Authorization header value", None, r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
+    Rule("url-password", "a URL with user:password", None, r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)"),
+    Rule("high-entropy", "a long high-entropy string", None, r"[A-Za-z0-9+_\-]{32,}={0,2}"),
+)
+_BY_ID = {rule.id: rule for rule in SECRET_RULES}
+_NAME_RULES = tuple(rule for rule in SECRET_RULES if rule.name)
+# Shapes masked as a whole; the last three keep their surroundings (scheme, user, "Bearer").
+_WHOLE_RULES = [(r, re.compile(r.value, re.S)) for r in SECRET_RULES if r.value][:-3]
+_MASKED_WHOLE = re.compile("|".join("(?:%s)" % r.value for r, _regex in _WHOLE_RULES), re.S)
+_BEARER = re.compile(_BY_ID["auth-header"].value)
+_URL_PASSWORD = re.compile(_BY_ID["url-password"].value)
+_LONG_TOKEN = re.compile(_BY_ID["high-entropy"].value)
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-]*)(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s'\";&,]+)")
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+# rlark.ops run ids (20250102T030405Z-guarded-stop-3fa9c1) name record directories, they hide nothing.
+_RUN_ID = re.compile(r"^[0-9]{8}T[0-9]{6}Z(?:-[a-z0-9]+)*$")
+# The base64 body of an SSH public key is high-entropy but public (Job spec.sshPublicKey).
+_PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp[0-9]+|sk-ssh-ed25519@openssh\.com)\s+$")
+
+
 def _memo(func):
     """Names and strings repeat a lot across roles; a bounded cache keeps filters fast."""
     return lru_cache(maxsize=8192)(func) if lru_cache else func
 
 
 @_memo
-def is_secret_name(name):
+def name_rule(name, value=None):
+    """The id of the name rule that makes ``name`` (holding ``value``) a secret, or None."""
     words = name_words(name)
-    if not words or words[-1] in _REFERENCE_WORDS or "".join(words[-2:]) in _REFERENCE_WORDS:
-        return False
-    if any(w in _SECRET_WORDS for w in words):
-        return True
-    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
+    if not _holds(words):
+        return None
+    if value is not None and (isinstance(value, bool) or _HARMLESS_VALUE.match(str(value).strip())):
+        return None
+    for rule in _NAME_RULES:
+        if rule.name(words, value):
+            return rule.id
+    return None
+
+
+def is_secret_name(name):
+    """The name alone says it holds a secret (values aside)."""
+    return name_rule(name) not in (None, "key-name-token")
+
+
+def is_secret_assignment(name, value):
+    """``name`` holding ``value`` is a secret by name."""
+    return _is_scalar_value(value) and name_rule(name, value if isinstance(value, str) else str(value)) is not None
 
 
 def _entropy(text):
@@ -96,8 +211,39 @@ def is_high_entropy_token(token):
     return has_upper and has_lower and has_digit and _entropy(token) >= 4.0
 
 
+def value_rule(text):
+    """The id of the first value-shape rule that ``text`` matches, or None."""
+    if not isinstance(text, str):
+        return None
+    for rule, regex in _WHOLE_RULES:
+        if regex.search(text):
+            return rule.id
+    if _BEARER.search(text):
+        return "auth-header"
+    if _URL_PASSWORD.search(text):
+        return "url-password"
+    for match in _ASSIGNMENT.finditer(text):
+        rule = name_rule(match.group(1), _unquote(match.group(3)))
+        if rule:
+            return rule
+    if any(_mask_long_token(m) == MASK for m in _LONG_TOKEN.finditer(text)):
+        return "high-entropy"
+    return None
+
+
+def secret_reason(name, value):
+    """Why ``name=value`` is a secret (a sentence naming the rule, never the value), or None."""
+    rule = name_rule(name, str(value)) if name and _is_scalar_value(value) else None
+    rule = rule or value_rule(value)
+    return "%s (rule %s)" % (_BY_ID[rule].what, rule) if rule else None
+
+
+def _unquote(text):
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+
+
 def _mask_assignment(match):
-    if is_secret_name(match.group(1)):
+    if name_rule(match.group(1), _unquote(match.group(3))):
         return match.group(1) + match.group(2) + MASK
     return match.group(0)
 
@@ -112,13 +258,18 @@ def redact_text(text):
 
 
 def _redact_text(text):
-    out = _PEM.sub(MASK, text)
-    out = _JWT.sub(MASK, out)
-    out = _AWS_ID.sub(MASK, out)
+    out = _MASKED_WHOLE.sub(MASK, text)
     out = _BEARER.sub(lambda m: m.group(1) + " " + MASK, out)
     out = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), out)
     out = _ASSIGNMENT.sub(_mask_assignment, out)
-    return _LONG_TOKEN.sub(lambda m: MASK if is_high_entropy_token(m.group(0)) else m.group(0), out)
+    return _LONG_TOKEN.sub(_mask_long_token, out)
+
+
+def _mask_long_token(match):
+    before = match.string[max(0, match.start() - 40) : match.start()]
+    if not is_high_entropy_token(match.group(0)) or _PUBLIC_KEY_TYPE.search(before) or _RUN_ID.match(match.group(0)):
+        return match.group(0)
+    return MASK
 
 
 _redact_short = _memo(_redact_text)
@@ -132,10 +283,11 @@ def looks_secret(text):
 def redact(data):
     """A deep copy of ``data`` with secrets masked by key name, by ``{name, value}`` pairs and by shape."""
     if isinstance(data, dict):
-        pair_secret = isinstance(data.get("name"), str) and is_secret_name(data["name"])
+        pair_name = data.get("name") if isinstance(data.get("name"), str) else None
         out = {}
         for key, value in data.items():
-            if (is_secret_name(key) or (pair_secret and key == "value")) and _is_scalar_value(value):
+            by_pair = pair_name and key == "value" and is_secret_assignment(pair_name, value)
+            if by_pair or is_secret_assignment(key, value):
                 out[key] = MASK
             elif is_secret_name(key) and isinstance(value, (dict, list)) and not _is_reference(key):
                 out[key] = _mask_leaves(value)

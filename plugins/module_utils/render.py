@@ -18,6 +18,8 @@ __metaclass__ = type
 import re
 import shlex
 
+from ansible_collections.rlark.ops.plugins.module_utils.labels import render_metadata
+
 API_VERSION = "rlinf.io/v1alpha1"
 WORKLOAD_KIND = "StatefulSet"
 AGENT_TYPE = "Kubernetes"
@@ -255,4 +257,5 @@ def render_job(manifest, profile, job_name=None):
         render_task(role, by_name.get(role.get("name")), name, manifest.get("hydra"), compute_approved)
         for role in ordered_roles(manifest.get("roles"))
     ]
-    return {"apiVersion": API_VERSION, "kind": "Job", "metadata": {"name": name}, "spec": spec}
+    metadata = render_metadata(name, manifest.get("job"))
+    return {"apiVersion": API_VERSION, "kind": "Job", "metadata": metadata, "spec": spec}

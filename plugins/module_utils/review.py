@@ -18,15 +18,17 @@ import posixpath
 from ansible_collections.rlark.ops.plugins.module_utils import manifest as manifest_io
 from ansible_collections.rlark.ops.plugins.module_utils import render
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, WARNING, finding
+from ansible_collections.rlark.ops.plugins.module_utils.labels import metadata_findings
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
-from ansible_collections.rlark.ops.plugins.module_utils.redact import is_secret_name, looks_secret, redact, redact_text
+from ansible_collections.rlark.ops.plugins.module_utils.redact import redact, redact_text, secret_reason
 from ansible_collections.rlark.ops.plugins.module_utils.selectors import static_selector_findings
 
 ROLES = ("Actor", "Rollout", "Env")
 COMPUTE_RESOURCES_APPROVAL = "profile.compute_requests.approved"
 SECRETS_HINT = (
-    "Keep credentials in a Kubernetes Secret approved by your organisation and reference it "
-    "(manifest env 'secret: {name, key}' renders valueFrom.secretKeyRef); never put the value in the Job."
+    "Put the value in a Kubernetes Secret and reference it in the launch manifest instead: give the env item "
+    "a 'secret' mapping with the Secret's name and key in place of 'value' (it renders valueFrom.secretKeyRef); "
+    "never put the value itself in the manifest or the Job."
 )
 
 # Seed 001, "从旧模型迁移到当前模型": legacy names and what replaces them.
@@ -166,12 +168,8 @@ def env_secret_findings(env, path):
         name, here = _s(item.get("name")), "%s[%d]" % (path, index)
         if "valueFrom" in item or "secret" in item:
             continue
-        value = item.get("value")
-        if is_secret_name(name) and value not in (None, ""):
-            reason = "its name says it holds a credential"
-        elif isinstance(value, str) and looks_secret(value):
-            reason = "its value looks like a credential (token, key, password, PEM or JWT)"
-        else:
+        reason = secret_reason(name, item.get("value"))
+        if not reason:
             continue
         found.append(
             finding(
@@ -257,6 +255,7 @@ def job_findings(job):
             )
         )
     spec = job.get("spec")
+    found.extend(metadata_findings(job.get("metadata")))
     _check_keys(found, spec, JOB_SPEC_KEYS, "spec")
     tasks = _tasks(job)
     found.extend(name_findings(_s(_d(job.get("metadata")).get("name")), [t.get("name") for _index, t in tasks]))
@@ -1155,10 +1154,38 @@ def input_findings(data, kind):
                 "%s-invalid" % prefix,
                 "%s: %s" % (manifest_io.TITLES[kind], error["message"]),
                 path=manifest_io.field_path([], prefix) + ("." + error["path"] if error["path"] else ""),
-                hint="Fix the field (see schemas/%s)." % manifest_io.SCHEMA_FILES[kind],
+                hint=_input_hint(kind, error),
             )
         )
     return found, (result["data"] if not found else None)
+
+
+def _input_hint(kind, error):
+    """What to do about one input error, naming the playbook variable that passes the record."""
+    variable, title = manifest_io.VARIABLES[kind], manifest_io.TITLES[kind]
+    if error.get("unreadable") and "not valid YAML" in error["message"]:
+        return "Fix the YAML syntax at the line and column shown, in the file given as %s." % variable
+    if error.get("unreadable"):
+        return (
+            "Pass the %s as a readable YAML file: -e %s=PATH (a relative PATH is resolved from the directory "
+            % (
+                title,
+                variable,
+            )
+            + "you run ansible-playbook in)."
+        )
+    if not error["path"]:
+        return "Give %s a %s: a YAML mapping as described in schemas/%s." % (
+            variable,
+            title,
+            manifest_io.SCHEMA_FILES[kind],
+        )
+    return "Fix %s in the %s given as %s (schemas/%s lists every field)." % (
+        error["path"],
+        title,
+        variable,
+        manifest_io.SCHEMA_FILES[kind],
+    )
 
 
 def review_records(job, manifest, profile):
@@ -1169,6 +1196,11 @@ def review_records(job, manifest, profile):
         if isinstance(job, dict):
             found.extend(inline_secret_findings(job, "", skip=_env_paths(job)))
         return found
+    # A secret in env is the user's to fix in the launch manifest: report it there, not in the rendered Job.
+    for i, role in enumerate(_l(manifest.get("roles"))):
+        found.extend(env_secret_findings(_d(role).get("env"), "manifest.roles[%d].env" % i))
+    rendered_from_manifest = _manifest_env_paths_in_job(job, manifest)
+    found = [f for f in found if not (f["id"] == "env-secret" and f["path"] in rendered_from_manifest)]
     found.extend(records_findings(manifest, profile))
     found.extend(inline_secret_findings(manifest, "manifest", skip=_env_paths_manifest(manifest)))
     found.extend(inline_secret_findings(profile, "profile"))
@@ -1184,6 +1216,22 @@ def _env_paths(job):
         for ci, container in enumerate(_l(pod.get("containers"))):
             for ei in range(len(_l(_d(container).get("env")))):
                 paths.add("spec.tasks[%d].kubernetes.workload.template.spec.containers[%d].env[%d].value" % (i, ci, ei))
+    return paths
+
+
+def _manifest_env_paths_in_job(job, manifest):
+    """Paths of the Job's env items that carry a manifest env item of the same name (rendered from it)."""
+    by_role = {
+        _s(_d(r).get("name")): {_s(_d(e).get("name")) for e in _l(_d(r).get("env"))} for r in _l(manifest.get("roles"))
+    }
+    paths = set()
+    for i, task in _tasks(job):
+        names = by_role.get(_s(task.get("name")), set())
+        pod = _d(_d(_d(_d(task.get("kubernetes")).get("workload")).get("template")).get("spec"))
+        for ci, container in enumerate(_l(pod.get("containers"))):
+            for ei, item in enumerate(_l(_d(container).get("env"))):
+                if _s(_d(item).get("name")) in names:
+                    paths.add("spec.tasks[%d].kubernetes.workload.template.spec.containers[%d].env[%d]" % (i, ci, ei))
     return paths
 
 

@@ -11,8 +11,13 @@ module: rlark_record
 short_description: Write a redacted team record (preflight, run, stop, resume, verify, logs)
 version_added: 0.1.0
 description:
-  - Writes O(data) as YAML to C(<records_dir>/<job>/<stamp>/<kind>.yml) on the controller, with secrets masked
-    by key name and by value shape, atomically, never overwriting an existing record.
+  - Writes O(data) as YAML to C(<records_dir>/<job>/<run id>/<kind>.yml) on the controller, with secrets masked
+    by key name and by value shape, C(managedFields) stripped, atomically, never overwriting an existing record.
+  - Every record starts with a header naming the record kind, the Job, the run id, the time (ISO-8601 UTC), the
+    collection version, the acting identity (controller user and host) and the O(outcome).
+  - All records of one playbook run share one run id, so they land in one directory per Job; the playbooks set
+    the variable C(rlark_run_id) once at their start and this plugin uses it when O(run_id) is not given.
+  - C(<records_dir>/_index/<job>.yml) lists every run of the Job with the outcome of each record.
   - Runs entirely in an action plugin on the controller (no module is sent to any host).
   - Records are audit output, not managed state, so the task never reports C(changed); in check mode nothing is
     written.
@@ -50,9 +55,23 @@ options:
     description: More records of the same run, file kind to text (for example exported logs).
     type: dict
     default: {}
-  stamp:
-    description: UTC timestamp directory (C(20250102T030405Z)); defaults to now. Pass the same value to group records.
+  run_id:
+    description:
+      - The run id, the record's directory (C(20250102T030405Z-migrate-3fa9c1)).
+      - Defaults to the variable C(rlark_run_id), else O(stamp), else a new id.
     type: str
+  stamp:
+    description:
+      - Older name for the run directory (C(20250102T030405Z)); used when neither O(run_id) nor C(rlark_run_id) is set.
+    type: str
+  outcome:
+    description: What the run came to at this point (for example V(passed), V(refused), V(created), V(verified)).
+    type: str
+  mode:
+    description:
+      - File mode of the record files (directories get the matching search bits).
+      - Defaults to the variable C(rlark_records_mode), else V(0640), readable by the group so colleagues can read them.
+    type: raw
 """
 
 EXAMPLES = r"""
@@ -78,8 +97,13 @@ directory:
   description: The record directory.
   returned: success
   type: str
+run_id:
+  description: The run id (the record directory's name).
+  returned: always
+  type: str
+  sample: 20250102T030405Z-migrate-3fa9c1
 stamp:
-  description: The timestamp used.
+  description: Same as RV(run_id), kept for older playbooks.
   returned: success
   type: str
 """

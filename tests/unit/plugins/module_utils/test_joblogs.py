@@ -63,3 +63,16 @@ def test_wait_for_logs_polls_until_the_signal_or_the_deadline():
         lambda: {}, "demo-actor-0", lambda t: False, 3, 1, clock=lambda: now[0], sleep=sleep
     )
     assert timed_out and logs == {}
+
+
+def test_only_the_current_container_is_trusted():
+    from ansible_collections.rlark.ops.plugins.module_utils.joblogs import current_container
+
+    old = "Starting Ray head node on a100-01 (RLINF_NODE_RANK=0)\nCluster is ready: 3/3\nExecuting run script...\n"
+    new = "Starting Ray head node on a100-02 (RLINF_NODE_RANK=0)\nWaiting...\n"
+    assert current_container(old + new) == new
+    assert "Executing run script" not in current_container(old + new)
+    assert current_container(old) == old
+    assert current_container("no start line\n") == "no start line\n"
+    real = "Ray runtime started.\nCluster is ready\nRay runtime started.\nstill starting\n"
+    assert current_container(real) == "Ray runtime started.\nstill starting\n"

@@ -62,7 +62,7 @@ def test_connection_errors_exhaust_into_one_sentence():
     with pytest.raises(kube.TransportError) as err:
         client.get(JOBS)
     text = str(err.value)
-    assert text.startswith("The connection to the API server failed during GET /apis/rlinf.io/v1alpha1/jobs")
+    assert text.startswith("Cannot reach the API server https://fake.invalid:6443: GET /apis/rlinf.io/v1alpha1/jobs")
     assert "\n" not in text
 
 
@@ -252,7 +252,7 @@ def test_resolve_auth_from_file_resolves_relative_paths(tmp_path):
 def test_resolve_auth_without_server_is_one_sentence(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(kube, "SERVICE_ACCOUNT_DIR", str(tmp_path / "none"))
-    with pytest.raises(kube.ConfigError, match=r"^No API server to talk to: set kubeconfig"):
+    with pytest.raises(kube.ConfigError, match=r"^No API server to talk to: pass -e rlark_kubeconfig=PATH"):
         kube.resolve_auth({})
 
 

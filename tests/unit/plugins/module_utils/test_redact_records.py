@@ -127,7 +127,9 @@ def test_records_layout_and_no_overwrite(tmp_path):
     assert path == os.path.join(str(tmp_path), "demo", stamp, "stop.yml")
     with open(path) as handle:
         doc = yaml.safe_load(handle)
-    assert doc == {"record": "stop", "job": "demo", "timestamp": stamp, "data": {"step": 3, "token": MASK}}
+    assert {k: doc[k] for k in ("record", "job", "timestamp", "run_id", "data")} == {
+        "record": "stop", "job": "demo", "timestamp": stamp, "run_id": stamp, "data": {"step": 3, "token": MASK}
+    }  # fmt: skip
     with pytest.raises(ValueError):
         records.write_record(str(tmp_path), "demo", "stop", {}, stamp)
     with pytest.raises(ValueError):
@@ -135,6 +137,7 @@ def test_records_layout_and_no_overwrite(tmp_path):
     with pytest.raises(ValueError):
         records.write_record(str(tmp_path), "demo", "../x", {}, stamp)
     assert [p.name for p in (tmp_path / "demo" / stamp).iterdir()] == ["stop.yml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["_index", "demo"]
 
 
 def test_preflight_records_hold_the_reviewed_job(tmp_path):

@@ -1,0 +1,49 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every message names what the user sets: the playbook variable (``rlark_*``), once, with what to do."""
+
+import pytest
+from ansible_collections.rlark.ops.plugins.module_utils import joblogs, jobs, review
+from rlark_fake_api import FakeApi, job, make_client
+
+
+def test_a_differing_job_names_the_playbook_switch_once():
+    api = FakeApi()
+    api.add("jobs", job(phase="Running"))
+    desired = job(phase=None)
+    desired["spec"]["tasks"][0]["runScript"] = "python train.py runner.max_steps=20"
+    with pytest.raises(jobs.Refused) as err:
+        jobs.ensure_present(make_client(api), desired)
+    hint = next(f["hint"] for f in err.value.findings if f["id"] == "job-spec-differs")
+    assert hint.count("-e rlark_update=true") == 1 and "Review the diff" not in hint
+
+
+@pytest.mark.parametrize(
+    "source,variable",
+    [("files", "rlark_logs_dir"), ("gateway", "rlark_gateway_url"), ("kubeconfig", "rlark_data_plane_kubeconfig")],
+)
+def test_a_log_source_without_its_setting_names_the_variable_once(source, variable):
+    with pytest.raises(joblogs.LogSourceError) as err:
+        joblogs.read_logs(source, "demo")
+    assert str(err.value).count(variable) == 1
+
+
+@pytest.mark.parametrize(
+    "source,hint",
+    [
+        ("/nonexistent/launch_manifest.yml", "-e rlark_launch_manifest=PATH"),
+        ("kind: x\nroles: [a\n", "Fix the YAML syntax at the line and column shown"),
+        ({"kind": "launch-manifest"}, "in the launch manifest given as rlark_launch_manifest"),
+    ],
+    ids=["missing-file", "yaml-syntax", "schema"],
+)
+def test_input_errors_have_their_own_hint(source, hint):
+    found, _valid = review.input_findings(source, "manifest")
+    assert found and all(f["id"] == "manifest-invalid" for f in found)
+    assert found[0]["hint"].count(hint) == 1
+    assert not any("Fix the field (see" in f["hint"] for f in found)
+
+
+def test_profile_errors_name_the_profile_variable():
+    found, _valid = review.input_findings("/nonexistent/profile.yml", "profile")
+    assert found[0]["hint"].count("-e rlark_deployment_profile=PATH") == 1
