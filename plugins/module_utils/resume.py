@@ -218,9 +218,10 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
 def review_view(copy_job_, source):
     """The copy as the review must see it, and what it overrides on top of the source.
 
-    ``{job, resume_dirs, experiment_key, experiment}``: ``job`` is the copy with its head runScript
-    stripped of ``runner.resume_dir`` and its experiment override put back as the source had it, so
-    the review judges exactly what the records describe; the other keys are what the copy passes.
+    ``{job, resume_dirs, experiment_key, experiment}``: ``job`` is the copy under the source's name with
+    the source's head runScript when the copy's differs from it only by the two intended overrides (so the review
+    judges exactly what the records describe), else with ``runner.resume_dir`` stripped (the review
+    then reports the difference); the other keys are what the copy passes.
     """
     out = copy.deepcopy(copy_job_ or {})
     index = head_index(out)
@@ -228,15 +229,18 @@ def review_view(copy_job_, source):
         return {"job": out, "resume_dirs": [], "experiment_key": None, "experiment": None}
     head = out["spec"]["tasks"][index]
     key = experiment_key(out)
-    script, removed = hydra.strip_override(head.get("runScript"), RESUME_KEY)
+    script = head.get("runScript") or ""
+    resume_dirs = [i["value"] for i in hydra.parse(script) if i["key"] == RESUME_KEY]
     experiment = hydra.get(script, key) if key else None
-    if key:
-        source_index = head_index(source or {})
-        source_head = {} if source_index is None else source["spec"]["tasks"][source_index]
-        before = hydra.get(source_head.get("runScript"), key)
-        script = hydra.strip_override(script, key)[0] if before is None else hydra.set_override(script, key, before)
-    head["runScript"] = script
-    return {"job": out, "resume_dirs": removed, "experiment_key": key, "experiment": experiment}
+    source_index = head_index(source or {})
+    before = "" if source_index is None else source["spec"]["tasks"][source_index].get("runScript") or ""
+    intended = hydra.set_override(before, RESUME_KEY, resume_dirs[-1]) if resume_dirs else None
+    if intended is not None and key:
+        intended = hydra.set_override(intended, key, experiment)
+    head["runScript"] = before if script == intended else hydra.strip_override(script, RESUME_KEY)[0]
+    # Rendered names (agent PVC claims) derive from the Job name: the records describe the source's.
+    out.setdefault("metadata", {})["name"] = job_name(source or {}) or job_name(out)
+    return {"job": out, "resume_dirs": resume_dirs, "experiment_key": key, "experiment": experiment}
 
 
 def resume_marks(job):

@@ -4,7 +4,7 @@
 
 import os
 
-from ansible_collections.rlark.ops.plugins.module_utils import checkpoint_dirs, hydra, resume
+from ansible_collections.rlark.ops.plugins.module_utils import checkpoint_dirs, resume
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
     local_tree,
     step_names,
@@ -89,9 +89,10 @@ def test_resume_copy_writes_elsewhere_and_the_review_sees_the_source():
     script = new["spec"]["tasks"][0]["runScript"]
     assert "++runner.experiment_name=src-r4" in script and "runner.experiment_name=e1" not in script
     view = resume.review_view(new, src)
-    assert hydra.overrides(view["job"]["spec"]["tasks"][0]["runScript"]) == hydra.overrides(
-        src["spec"]["tasks"][0]["runScript"]
-    )
+    assert view["job"]["spec"]["tasks"][0]["runScript"] == src["spec"]["tasks"][0]["runScript"]
+    # Anything else changed in the script stays visible to the review.
+    new["spec"]["tasks"][0]["runScript"] += " actor.lr=9"
+    assert "actor.lr=9" in resume.review_view(new, src)["job"]["spec"]["tasks"][0]["runScript"]
     assert view["resume_dirs"] == ["/data/o/e1/checkpoints/global_step_4"] and view["experiment"] == "src-r4"
     loc = checkpoint_dirs.planned_location(new, node="a100-01")
     assert loc["container_root"] == "/data/o/src-r4/checkpoints"
