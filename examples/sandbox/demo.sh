@@ -73,13 +73,13 @@ steps_in() { (find "$1" -maxdepth 1 -name 'global_step_*' -printf '%f\n' 2>/dev/
 STOP_STEP=$(steps_in "$CKPT" | tail -1)
 
 say "4+5. Resume as a new Job from the last complete step (its own directory), then verify the resume"
-run "$WORK/resume.log" 'Resuming|resumes|fatal|PLAY RECAP|^localhost' "$ROOT/playbooks/resume.yml" "${VARS[@]}" \
+run "$WORK/resume.log" '"msg": "(Resuming|[^"]* resumes )|fatal|PLAY RECAP|^localhost' "$ROOT/playbooks/resume.yml" "${VARS[@]}" \
   -e "rlark_resume_source=$JOB"
 NEW=$(grep -o "$JOB-r[0-9]*" "$WORK/resume.log" | head -1)
 NEW_CKPT="$RLARK_SANDBOX_DIR/nodes/a100-01/data/rlinf/logs/$NEW/checkpoints"
 
 say "6. Resume again: the original is already resumed, nothing is created"
-run "$WORK/resume-again.log" 'already resumed|fatal|^localhost' "$ROOT/playbooks/resume.yml" "${VARS[@]}" \
+run "$WORK/resume-again.log" '"msg": ".* already resumed as .*; verified|fatal|^localhost' "$ROOT/playbooks/resume.yml" "${VARS[@]}" \
   -e "rlark_resume_source=$JOB"
 
 say "7. The old run is untouched: its directory holds no step above its stop step ($STOP_STEP)"
@@ -87,8 +87,8 @@ for _ in $(seq 1 60); do
   [ "$(steps_in "$NEW_CKPT" | wc -l)" -ge 2 ] && break   # the new Job has saved twice in its own directory
   sleep 1
 done
-echo "   $JOB (stopped at step $STOP_STEP): $(steps_in "$CKPT" | tr '\n' ' ')"
-echo "   $NEW (own directory):          $(steps_in "$NEW_CKPT" | tr '\n' ' ')"
+echo "   original $JOB: $(steps_in "$CKPT" | tr '\n' ' ')"
+echo "   resumed  $NEW (own directory): $(steps_in "$NEW_CKPT" | tr '\n' ' ')"
 ABOVE=$(steps_in "$CKPT" | awk -v s="$STOP_STEP" '$1 > s' | tr '\n' ' ')
 if [ -n "$ABOVE" ]; then
   echo "   FAILED: the original's directory $CKPT holds steps above $STOP_STEP: $ABOVE" >&2
