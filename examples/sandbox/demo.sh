@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: sandbox up (done by make) -> migrate the example workload -> wait for two checkpoints ->
-# guarded stop -> resume from the last complete step -> verify -> summary of what happened and where
-# the records are. Every run uses a fresh Job name and experiment directory.
+# guarded stop -> resume from the last complete step into the new Job's own directory -> verify ->
+# resume again (already resumed) -> prove the original's directory gained no step -> summary of what
+# happened and where the records are. Every run uses a fresh Job name and experiment directory.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -67,12 +68,34 @@ say "3. Guarded stop: gate the newest checkpoint, record, stop, wait for every P
 run "$WORK/guarded_stop.log" '^ +"(JOB|[a-z0-9-]+ +(stopped|already|refused)|[0-9]+ stopped)|fatal' \
   "$ROOT/playbooks/guarded_stop.yml" "${VARS[@]}" -e "{\"rlark_jobs\": [\"$JOB\"]}"
 
-say "4+5. Resume as a new Job from the last complete step, then verify the resume"
-run "$WORK/resume.log" 'resumes|fatal|PLAY RECAP|^localhost' "$ROOT/playbooks/resume.yml" "${VARS[@]}" \
+# The original's steps at the stop: nothing above the newest of them may ever appear in its directory.
+steps_in() { (find "$1" -maxdepth 1 -name 'global_step_*' -printf '%f\n' 2>/dev/null || true) | sed 's/global_step_//' | sort -n; }
+STOP_STEP=$(steps_in "$CKPT" | tail -1)
+
+say "4+5. Resume as a new Job from the last complete step (its own directory), then verify the resume"
+run "$WORK/resume.log" '"msg": "(Resuming|[^"]* resumes )|fatal|PLAY RECAP|^localhost' "$ROOT/playbooks/resume.yml" "${VARS[@]}" \
+  -e "rlark_resume_source=$JOB"
+NEW=$(grep -o "$JOB-r[0-9]*" "$WORK/resume.log" | head -1)
+NEW_CKPT="$RLARK_SANDBOX_DIR/nodes/a100-01/data/rlinf/logs/$NEW/checkpoints"
+
+say "6. Resume again: the original is already resumed, nothing is created"
+run "$WORK/resume-again.log" '"msg": ".* already resumed as .*; verified|fatal|^localhost' "$ROOT/playbooks/resume.yml" "${VARS[@]}" \
   -e "rlark_resume_source=$JOB"
 
+say "7. The old run is untouched: its directory holds no step above its stop step ($STOP_STEP)"
+for _ in $(seq 1 60); do
+  [ "$(steps_in "$NEW_CKPT" | wc -l)" -ge 2 ] && break   # the new Job has saved twice in its own directory
+  sleep 1
+done
+echo "   original $JOB: $(steps_in "$CKPT" | tr '\n' ' ')"
+echo "   resumed  $NEW (own directory): $(steps_in "$NEW_CKPT" | tr '\n' ' ')"
+ABOVE=$(steps_in "$CKPT" | awk -v s="$STOP_STEP" '$1 > s' | tr '\n' ' ')
+if [ -n "$ABOVE" ]; then
+  echo "   FAILED: the original's directory $CKPT holds steps above $STOP_STEP: $ABOVE" >&2
+  exit 1
+fi
+
 say "Summary ($(( $(date +%s) - started )) s)"
-NEW=$(grep -o "$JOB-r[0-9]*" "$WORK/resume.log" | head -1)
 echo "   migrated $JOB; stopped it after a complete checkpoint; resumed it as $NEW (original kept as is)."
 echo "   records:"
 find "$RLARK_RECORDS_DIR/$JOB" "$RLARK_RECORDS_DIR/$NEW" -name '*.yml' -printf '     %p\n' 2>/dev/null | sort | grep -v '/log-' || true

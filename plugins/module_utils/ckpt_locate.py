@@ -13,19 +13,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import posixpath
-import re
 
-OVERRIDE = re.compile(r"""(?:^|\s)\+{0,2}(runner\.[A-Za-z0-9_.]+)=("[^"]*"|'[^']*'|\S+)""")
-STEP_DIR = re.compile(r"^global_step_(\d+)$")
+from ansible_collections.rlark.ops.plugins.module_utils import hydra
 
 
 def hydra_overrides(script):
     """``{key: value}`` of the ``runner.*`` Hydra overrides in a run script (the last one wins)."""
-    out = {}
-    for key, value in OVERRIDE.findall(script or ""):
-        out[key] = value.strip("'\"")
-    return out
+    return hydra.overrides(script, "runner.")
 
 
 def parts(resource):
@@ -181,29 +177,23 @@ def locate(resource, manifest=None, explicit_root=None, object_storage=None):
     return out
 
 
-RESUME_OVERRIDE = re.compile(r"""[ \t]*\+{0,2}runner\.resume_dir=("[^"]*"|'[^']*'|\S+)""")
-
-
 def without_resume_override(job):
     """A copy of ``job`` whose head runScript has no ``runner.resume_dir`` override, and the values removed.
 
     A resume copy must equal what the records describe except for that one intended override, so the
     review runs on the copy without it.
     """
-    import copy
-
     out = copy.deepcopy(job or {})
     removed = []
     head = head_template(out)
     if head.get("runScript"):
-        removed = [m.strip("'\"") for m in RESUME_OVERRIDE.findall(head["runScript"])]
-        head["runScript"] = RESUME_OVERRIDE.sub("", head["runScript"])
+        head["runScript"], removed = hydra.strip_override(head["runScript"], "runner.resume_dir")
     return {"job": out, "resume_dirs": removed}
 
 
 def step_dir(container_root, step):
     """The container path RLinf resumes from (no trailing slash: RLinf parses the step from it)."""
-    return posixpath.join(container_root.rstrip("/"), "global_step_%d" % int(step))
+    return hydra.step_dir(container_root, step)
 
 
 __all__ = [

@@ -7,6 +7,8 @@ Unlike RLark's console copy, nothing of the pod template is rebuilt: every field
 override is written as ``++runner.resume_dir=<dir>`` (Hydra: add or override), so it works whether
 or not the training config declares the key, and it replaces any earlier ``runner.resume_dir``,
 ``+runner.resume_dir`` or ``++runner.resume_dir`` override so only one value is ever passed.
+A resume copy also writes to a directory of its own: the experiment key that forms its checkpoint
+root is set to the new Job's name (all through :mod:`hydra`, the one override parser).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,13 +16,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import re
 
-try:
-    from shlex import quote as shell_quote
-except ImportError:  # pragma: no cover
-    from shlex import quote as shell_quote
-
+from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import checkpoint_root
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import job_name, pvc_claims, templates
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
@@ -42,13 +40,18 @@ SERVER_METADATA = (
     "namespace",
 )
 RESUME_KEY = "runner.resume_dir"
-STEP_DIR = re.compile(r"(^|/)global_step_\d+$")
-# An earlier override in any Hydra form, optionally quoted as a whole or in its value.
-OVERRIDE = re.compile(r"""(?P<q>['"]?)\+{0,2}runner\.resume_dir=(?:"[^"]*"|'[^']*'|[^\s'";|&)]*)(?P=q)""")
-HYDRA_TOKEN = re.compile(
-    r"""(?:^|(?<=\s))['"]?[+~]{0,2}[A-Za-z_][\w-]*(?:\.[\w-]+)+=(?:"[^"]*"|'[^']*'|[^\s;|&]*)['"]?"""
+# What a resume Job says about itself: the label selects every resume of a source, the annotations
+# name the step and directory it started from.
+RESUMED_FROM = "rlark.ops/resumed-from"
+RESUME_STEP = "rlark.ops/resume-step"
+RESUME_DIR = "rlark.ops/resume-dir"
+# The Hydra key that names the run's own output directory, by where the checkpoint root comes from
+# (RLinf: embodied/SFT runners write to runner.logger.log_path/runner.logger.experiment_name,
+# reasoning/agent runners to runner.output_dir/runner.experiment_name).
+EXPERIMENT_KEYS = (
+    ("runner.logger.log_path", "runner.logger.experiment_name"),
+    ("runner.output_dir", "runner.experiment_name"),
 )
-PY_SCRIPT = re.compile(r"""(?:^|(?<=\s))\S+\.py(?=\s|$)""")
 
 
 def resume_dir_findings(resume_dir, path="resume_dir"):
@@ -63,7 +66,7 @@ def resume_dir_findings(resume_dir, path="resume_dir"):
                 hint="Drop the trailing slash.",
             )
         )
-    elif not STEP_DIR.search(resume_dir):
+    elif hydra.step_number(resume_dir) is None:
         found.append(
             finding(
                 "resume-dir-not-step",
@@ -76,31 +79,23 @@ def resume_dir_findings(resume_dir, path="resume_dir"):
 
 
 def set_resume_override(run_script, resume_dir):
-    """The runScript with exactly one ``++runner.resume_dir=<dir>`` override, or None if no place fits.
+    """The runScript with exactly one ``++runner.resume_dir=<dir>`` override, or None if no place fits."""
+    return hydra.set_override(run_script, RESUME_KEY, resume_dir)
 
-    An earlier override is replaced in place; otherwise the override goes after the last Hydra
-    override of the script, else after the first ``*.py`` argument.
+
+def experiment_key(job):
+    """The Hydra key whose value names the run's output directory, or None when the run script does not say.
+
+    The key that already forms the checkpoint root wins; a root given only as a log/output dir gets
+    its experiment key added next to it.
     """
-    token = shell_quote("++%s=%s" % (RESUME_KEY, resume_dir))
-    script = run_script or ""
-    found = list(OVERRIDE.finditer(script))
-    if found:
-        first = found[0]
-        out = script[: first.start()] + token
-        pos = first.end()
-        for later in found[1:]:
-            # Drop later duplicates together with the whitespace in front of them.
-            start = later.start()
-            while start > pos and script[start - 1] in " \t":
-                start -= 1
-            out += script[pos:start]
-            pos = later.end()
-        return out + script[pos:]
-    anchors = list(HYDRA_TOKEN.finditer(script)) or list(PY_SCRIPT.finditer(script))[:1]
-    if not anchors:
-        return None
-    end = anchors[-1].end()
-    return script[:end] + " " + token + script[end:]
+    root, source, found = checkpoint_root(job)
+    if root:
+        return EXPERIMENT_KEYS[0][1] if source.startswith("runner.logger") else EXPERIMENT_KEYS[1][1]
+    for dir_key, exp_key in EXPERIMENT_KEYS:
+        if dir_key in found:
+            return exp_key
+    return None
 
 
 def head_index(job):
@@ -110,8 +105,40 @@ def head_index(job):
     return None
 
 
+def _own_output(job, head, index, new_name):
+    """Point the copy's checkpoints and logs at a directory of its own (named after the new Job)."""
+    key = experiment_key(job)
+    if key is None:
+        return [
+            finding(
+                "resume-output-unknown",
+                "The head runScript does not say where RLinf writes checkpoints (no runner.logger.log_path or "
+                "runner.output_dir override), so the new Job could write into the original run's directory.",
+                path="spec.tasks[%d].runScript" % index,
+                hint="Add runner.logger.log_path and runner.logger.experiment_name (embodied/SFT) or "
+                "runner.output_dir and runner.experiment_name (reasoning) overrides to the original's runScript.",
+            )
+        ]
+    head["runScript"] = hydra.set_override(head["runScript"], key, new_name)
+    return []
+
+
+def _mark_resume(meta, source_name, resume_dir):
+    step = hydra.step_number(resume_dir)
+    meta.setdefault("labels", {})[RESUMED_FROM] = source_name
+    meta.setdefault("annotations", {}).update(
+        {RESUMED_FROM: source_name, RESUME_STEP: "" if step is None else str(step), RESUME_DIR: resume_dir}
+    )
+
+
 def copy_job(source, new_name, stopped=False, resume_dir=None):
-    """``(new_job, findings)``; a new Job is returned only when no finding is an error."""
+    """``(new_job, findings)``; a new Job is returned only when no finding is an error.
+
+    With ``resume_dir`` the copy also gets its own output directory (the Hydra experiment key set to
+    the new Job's name, so it never writes into the original's checkpoints) and says what it resumes:
+    label and annotation ``rlark.ops/resumed-from``, annotations ``rlark.ops/resume-step`` and
+    ``rlark.ops/resume-dir``.
+    """
     found = []
     job = {
         "apiVersion": source.get("apiVersion", "rlinf.io/v1alpha1"),
@@ -122,10 +149,16 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
     meta = job["metadata"]
     for key in SERVER_METADATA:
         meta.pop(key, None)
-    labels = meta.get("labels") or {}
-    labels.pop(WORKFLOW_LABEL, None)
-    if "labels" in meta and not labels:
-        meta.pop("labels")
+    # A copy is no resume of whatever its source resumed from: it gets its own marks or none.
+    for field, keys in (
+        ("labels", (WORKFLOW_LABEL, RESUMED_FROM)),
+        ("annotations", (RESUMED_FROM, RESUME_STEP, RESUME_DIR)),
+    ):
+        values = meta.get(field) or {}
+        for key in keys:
+            values.pop(key, None)
+        if field in meta and not values:
+            meta.pop(field)
     meta["name"] = new_name
     job["spec"]["stopped"] = bool(stopped)
     found.extend(name_findings(new_name, [t.get("name") for t in templates(job)]))
@@ -156,6 +189,8 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
                 )
             else:
                 head["runScript"] = script
+                found.extend(_own_output(job, head, index, new_name))
+        _mark_resume(meta, job_name(source), resume_dir)
     for claim in pvc_claims(source):
         if claim["generated_name"]:
             message = (
@@ -178,3 +213,47 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
             )
         )
     return job, found
+
+
+def review_view(copy_job_, source):
+    """The copy as the review must see it, and what it overrides on top of the source.
+
+    ``{job, resume_dirs, experiment_key, experiment}``: ``job`` is the copy under the source's name with
+    the source's head runScript when the copy's differs from it only by the two intended overrides (so the review
+    judges exactly what the records describe), else with ``runner.resume_dir`` stripped (the review
+    then reports the difference); the other keys are what the copy passes.
+    """
+    out = copy.deepcopy(copy_job_ or {})
+    index = head_index(out)
+    if index is None:
+        return {"job": out, "resume_dirs": [], "experiment_key": None, "experiment": None}
+    head = out["spec"]["tasks"][index]
+    key = experiment_key(out)
+    script = head.get("runScript") or ""
+    resume_dirs = [i["value"] for i in hydra.parse(script) if i["key"] == RESUME_KEY]
+    experiment = hydra.get(script, key) if key else None
+    source_index = head_index(source or {})
+    before = "" if source_index is None else source["spec"]["tasks"][source_index].get("runScript") or ""
+    intended = hydra.set_override(before, RESUME_KEY, resume_dirs[-1]) if resume_dirs else None
+    if intended is not None and key:
+        intended = hydra.set_override(intended, key, experiment)
+    head["runScript"] = before if script == intended else hydra.strip_override(script, RESUME_KEY)[0]
+    # Rendered names (agent PVC claims) derive from the Job name: the records describe the source's.
+    out.setdefault("metadata", {})["name"] = job_name(source or {}) or job_name(out)
+    return {"job": out, "resume_dirs": resume_dirs, "experiment_key": key, "experiment": experiment}
+
+
+def resume_marks(job):
+    """``{source, step, resume_dir}`` a resume Job carries, or None for any other Job."""
+    meta = (job or {}).get("metadata") or {}
+    ann = meta.get("annotations") or {}
+    source = ((meta.get("labels") or {}).get(RESUMED_FROM)) or ann.get(RESUMED_FROM)
+    if not source:
+        return None
+    step = ann.get(RESUME_STEP)
+    return {
+        "name": meta.get("name"),
+        "source": source,
+        "step": int(step) if str(step or "").isdigit() else None,
+        "resume_dir": ann.get(RESUME_DIR),
+    }

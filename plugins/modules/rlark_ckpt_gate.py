@@ -33,38 +33,6 @@ options:
         C(global_step_N) directory on the host the module runs on.
       - Mutually exclusive with O(s3).
     type: path
-  s3:
-    description:
-      - The checkpoints root (or one C(global_step_N/) prefix) in an S3-compatible bucket.
-      - Mutually exclusive with O(path).
-    type: dict
-    suboptions:
-      bucket:
-        description: Bucket name.
-        type: str
-        required: true
-      prefix:
-        description:
-          - Key prefix of the checkpoints root or of one C(global_step_N) directory, without the bucket.
-        type: str
-        default: ''
-      endpoint_url:
-        description:
-          - URL of an S3-compatible endpoint; AWS when unset.
-          - Falls back to E(AWS_ENDPOINT_URL_S3), then E(AWS_ENDPOINT_URL).
-        type: str
-      region:
-        description:
-          - Region name. Falls back to E(AWS_REGION), then E(AWS_DEFAULT_REGION).
-        type: str
-      access_key:
-        description:
-          - Access key id. Falls back to E(AWS_ACCESS_KEY_ID). Reported in error messages; the secret never is.
-        type: str
-      secret_key:
-        description:
-          - Secret access key. Falls back to E(AWS_SECRET_ACCESS_KEY).
-        type: str
   runner:
     description:
       - The RLinf runner that wrote the checkpoint. V(agent) has the layout of V(reasoning);
@@ -132,6 +100,8 @@ options:
         incomplete. With V(false) the verdict is only returned.
     type: bool
     default: true
+extends_documentation_fragment:
+  - rlark.ops.s3
 attributes:
   check_mode:
     support: full
@@ -267,7 +237,8 @@ steps:
       reasons: ["missing 1 required entry: actor/dcp_checkpoint/.metadata"]
 """
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.rlark.ops.plugins.module_utils.args_common import S3_ARG_SPEC
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
@@ -291,17 +262,7 @@ GATE_OPTIONS = (
 def argument_spec():
     return dict(
         path=dict(type="path"),
-        s3=dict(
-            type="dict",
-            options=dict(
-                bucket=dict(type="str", required=True),
-                prefix=dict(type="str", default=""),
-                endpoint_url=dict(type="str", fallback=(env_fallback, ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"])),
-                region=dict(type="str", fallback=(env_fallback, ["AWS_REGION", "AWS_DEFAULT_REGION"])),
-                access_key=dict(type="str", no_log=False, fallback=(env_fallback, ["AWS_ACCESS_KEY_ID"])),
-                secret_key=dict(type="str", no_log=True, fallback=(env_fallback, ["AWS_SECRET_ACCESS_KEY"])),
-            ),
-        ),
+        s3=dict(type="dict", options=S3_ARG_SPEC),
         runner=dict(type="str", default=layouts.AUTO, choices=[layouts.AUTO, *layouts.RUNNERS]),
         backend=dict(type="str", default=layouts.AUTO, choices=[layouts.AUTO, *layouts.BACKENDS]),
         actor_world_size=dict(type="int"),

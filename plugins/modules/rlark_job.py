@@ -85,6 +85,12 @@ options:
         trailing slash.
       - It is passed as C(++runner.resume_dir=<dir>) in the head task's C(runScript), replacing any earlier
         C(runner.resume_dir) override, so it works whether or not the training config declares the key.
+      - The copy also writes to a directory of its own, never into the source's checkpoints - the Hydra key that
+        forms its checkpoint root (C(runner.logger.experiment_name), or C(runner.experiment_name) when the root is
+        C(runner.output_dir)/C(runner.experiment_name)) is set to O(name). A run script that names no
+        C(runner.logger.log_path) or C(runner.output_dir) is refused (C(resume-output-unknown)).
+      - The copy carries label and annotation C(rlark.ops/resumed-from) (the source's name) and annotations
+        C(rlark.ops/resume-step) and C(rlark.ops/resume-dir).
     type: str
   allow_pvc_deletion:
     description:

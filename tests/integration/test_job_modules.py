@@ -259,12 +259,19 @@ def test_copy_keeps_every_pod_field_and_never_touches_the_source(sandbox, cleanu
     assert source_after["metadata"]["resourceVersion"] == source_before["metadata"]["resourceVersion"]
     copied = jobs_core.get_job(client, copy_name)
     expected = copy.deepcopy(source_before["spec"])
-    expected["tasks"][0]["runScript"] = expected["tasks"][0]["runScript"].replace(
-        "+runner.resume_dir=/old/global_step_1", "++runner.resume_dir=" + step
+    # The resume override, and the copy's own output directory next to the source's log_path.
+    expected["tasks"][0]["runScript"] = (
+        expected["tasks"][0]["runScript"].replace(
+            "+runner.resume_dir=/old/global_step_1", "++runner.resume_dir=" + step
+        )
+        + " ++runner.logger.experiment_name="
+        + copy_name
     )
-    assert copied["spec"] == expected  # deep-equal apart from the resume override
+    assert copied["spec"] == expected  # deep-equal apart from those two overrides
     assert copied["spec"]["tasks"][0]["runScript"].count("runner.resume_dir") == 1
-    assert copied["metadata"]["labels"] == source_before["metadata"]["labels"]
+    assert copied["metadata"]["labels"] == dict(
+        source_before["metadata"]["labels"], **{"rlark.ops/resumed-from": source_name}
+    )
     # Copy twice: unchanged.
     again = run_module(
         sandbox, "rlark_job", {"copy_from": source_name, "name": copy_name, "resume_dir": step, "copy_stopped": True}

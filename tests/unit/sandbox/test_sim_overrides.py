@@ -61,3 +61,19 @@ def test_container_env_reads_plain_values_of_main():
         }
     }
     assert container_env(task) == {"A": "1", "B": ""}
+
+
+def test_a_resume_copy_loads_the_old_directory_and_writes_its_own():
+    # What resume.yml passes: the original's overrides, then its own experiment name and the resume dir.
+    script = (
+        "python t.py runner.logger.log_path=/data/logs runner.logger.experiment_name=demo "
+        "'++runner.logger.experiment_name=demo-r9' ++runner.resume_dir=/data/logs/demo/checkpoints/global_step_9"
+    )
+    cfg = TrainerConfig(parse_overrides(script), {})
+    assert cfg.resume_dir == "/data/logs/demo/checkpoints/global_step_9"
+    assert cfg.checkpoint_dir(12) == "/data/logs/demo-r9/checkpoints/global_step_12"
+    reasoning = TrainerConfig(
+        parse_overrides("python t.py runner.output_dir=/o runner.experiment_name=e ++runner.experiment_name=e-r5"),
+        {"SIM_RLINF_RUNNER": "reasoning"},
+    )
+    assert reasoning.checkpoint_dir(10) == "/o/e-r5/checkpoints/global_step_10"

@@ -168,7 +168,11 @@ def test_locate_object_storage_and_refusals():
 
 
 def test_run_script_wins_over_manifest_root_and_last_override_wins():
-    assert ckpt_locate.hydra_overrides("a runner.x=1 +runner.x=2 'runner.y=3'") == {"runner.x": "2"}
+    # A word quoted as a whole reaches Hydra unquoted; non-runner keys are not returned.
+    assert ckpt_locate.hydra_overrides("a runner.x=1 +runner.x=2 'runner.y=3' actor.z=4") == {
+        "runner.x": "2",
+        "runner.y": "3",
+    }
     manifest = {"checkpoint": {"root": "/data/rlinf/other"}}
     loc = ckpt_locate.locate({"job": job(SCRIPT, HOST_MOUNT, HOST_VOL)}, manifest=manifest)
     assert loc["container_root"] == "/data/rlinf/logs/demo/checkpoints" and loc["source"].startswith("runner.logger")

@@ -106,7 +106,9 @@ def full_source():
     pod["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
     pod["volumes"] = [{"name": "data", "hostPath": {"path": "/data"}}]
     src["spec"]["tasks"][0]["kubernetes"]["workload"]["pvcStorageMap"] = {"ckpt": "rlark-s3"}
-    src["spec"]["tasks"][0]["runScript"] = "python train.py runner.max_steps=10"
+    src["spec"]["tasks"][0]["runScript"] = (
+        "python train.py runner.max_steps=10 runner.logger.log_path=/data/logs runner.logger.experiment_name=demo"
+    )
     src["status"] = {"phase": "Stopped"}
     return src
 
@@ -117,12 +119,25 @@ def test_copy_keeps_everything_but_name_and_override():
     new, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
     assert src == original  # the source is never modified
     assert [f["id"] for f in found] == []
-    assert new["metadata"] == {"name": "demo-r1", "labels": {"team": "rl"}, "annotations": {"note": "keep"}}
+    assert new["metadata"] == {
+        "name": "demo-r1",
+        "labels": {"team": "rl", "rlark.ops/resumed-from": "demo"},
+        "annotations": {
+            "note": "keep",
+            "rlark.ops/resumed-from": "demo",
+            "rlark.ops/resume-step": "200",
+            "rlark.ops/resume-dir": STEP,
+        },
+    }
     assert "status" not in new
     assert new["spec"]["stopped"] is False
     expected = copy.deepcopy(original["spec"])
     expected["stopped"] = False
-    expected["tasks"][0]["runScript"] = "python train.py runner.max_steps=10 ++runner.resume_dir=" + STEP
+    # Its own experiment directory, so it never writes into the original's checkpoints.
+    expected["tasks"][0]["runScript"] = (
+        "python train.py runner.max_steps=10 runner.logger.log_path=/data/logs "
+        "++runner.logger.experiment_name=demo-r1 ++runner.resume_dir=" + STEP
+    )
     assert new["spec"] == expected
 
 

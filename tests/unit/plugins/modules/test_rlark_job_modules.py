@@ -117,7 +117,10 @@ def test_copy_from_with_resume_dir_and_pvc_warning(monkeypatch, capsys):
     warned = []
     monkeypatch.setattr(rlark_job.AnsibleModule, "warn", lambda self, text: warned.append(text))
     api = seeded(pvc=True, stopped=True, phase="Stopped")
-    step = "/data/ckpt/global_step_20"
+    api.get("jobs", "demo")["spec"]["tasks"][0]["runScript"] = (
+        "python train.py runner.logger.log_path=/data/ckpt runner.logger.experiment_name=demo"
+    )
+    step = "/data/ckpt/demo/checkpoints/global_step_20"
     r = run_module(
         rlark_job,
         {"copy_from": "demo", "name": "demo-r1", "resume_dir": step},
@@ -128,7 +131,13 @@ def test_copy_from_with_resume_dir_and_pvc_warning(monkeypatch, capsys):
     assert r["changed"] and r["action"] == "created"
     new = api.get("jobs", "demo-r1")
     assert new["spec"]["stopped"] is False
-    assert new["spec"]["tasks"][0]["runScript"].endswith("++runner.resume_dir=" + step)
+    # Its own output directory (named after the new Job), the original's step to load, and marks saying so.
+    assert new["spec"]["tasks"][0]["runScript"] == (
+        "python train.py runner.logger.log_path=/data/ckpt ++runner.logger.experiment_name=demo-r1 "
+        "++runner.resume_dir=" + step
+    )
+    assert new["metadata"]["labels"]["rlark.ops/resumed-from"] == "demo"
+    assert new["metadata"]["annotations"]["rlark.ops/resume-step"] == "20"
     assert api.get("jobs", "demo")["spec"]["stopped"] is True
     assert [f["id"] for f in r["findings"]] == ["copy-agent-pvc"] * 3
     assert len(warned) == 3 and warned[0].startswith("copy-agent-pvc: Volume 'ckpt' of task 'actor'")
@@ -143,7 +152,8 @@ def test_copy_refuses_bad_resume_dir(monkeypatch, capsys):
         monkeypatch,
         capsys=capsys,
     )
-    assert r["failed"] and [f["id"] for f in r["findings"]] == ["resume-dir-trailing-slash"]
+    # The default fake run script does not say where RLinf writes: the copy could not get its own directory.
+    assert r["failed"] and [f["id"] for f in r["findings"]] == ["resume-dir-trailing-slash", "resume-output-unknown"]
     assert api.count("POST") == 0
 
 
