@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from playbook_support import Workload, all_output, outcome_table
+from playbook_support import all_output, outcome_table
 
 pytestmark = pytest.mark.sandbox
 
@@ -17,16 +17,6 @@ def stop(w, extra=None):
         kubeconfig=w.sandbox.kubeconfig_operator,
         extra=dict({"rlark_jobs": [w.name]}, **(extra or {})),
     )
-
-
-@pytest.fixture
-def running(sandbox, tmp_path):
-    w = Workload(sandbox, tmp_path)
-    run = w.play("migrate.yml")
-    assert run.rc == 0, run
-    w.wait_steps(1)
-    yield w
-    w.cleanup()
 
 
 def row(table, job):
