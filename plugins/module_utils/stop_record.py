@@ -130,14 +130,19 @@ def collection_version(root=COLLECTION_ROOT):
 
 
 def lost_work(head_log, step):
-    """Steps the head logged after the recorded checkpoint (work a resume from it repeats)."""
-    seen = [int(m.group(1)) for m in STEP_LINE.finditer(head_log or "")]
-    if step is None or not seen:
-        return {
-            "steps_after_checkpoint": None,
-            "last_logged_step": max(seen) if seen else None,
-            "note": "no step lines in the head log" if not seen else "no checkpoint step recorded",
-        }
+    """Steps the head logged after the recorded checkpoint (work a resume from it repeats).
+
+    Counted after the last save line of that step, so that an earlier run of the same Job in the
+    same log (a restart keeps a log shipper's file) does not count.
+    """
+    text = head_log or ""
+    if step is None:
+        return {"steps_after_checkpoint": None, "last_logged_step": None, "note": "no checkpoint step recorded"}
+    anchors = list(re.finditer(r"Saving checkpoint at step %d\.|Global Step:\s*%d\b" % (int(step), int(step)), text))
+    after = text[anchors[-1].start() :] if anchors else text
+    seen = [int(m.group(1)) for m in STEP_LINE.finditer(after)]
+    if not seen:
+        return {"steps_after_checkpoint": None, "last_logged_step": None, "note": "no step lines in the head log"}
     last = max(seen)
     return {"steps_after_checkpoint": max(0, last - int(step)), "last_logged_step": last}
 

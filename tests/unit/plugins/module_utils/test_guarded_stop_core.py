@@ -195,6 +195,9 @@ def test_lost_work_counts_steps_logged_after_the_checkpoint():
     assert stop_record.lost_work(log, 6)["steps_after_checkpoint"] == 1
     assert stop_record.lost_work("Global Step: 6/10\n", 6)["steps_after_checkpoint"] == 0
     assert stop_record.lost_work("", 6)["steps_after_checkpoint"] is None
+    # An earlier run of the same Job in the same log file does not count.
+    earlier = "Global Step: 11/20\nSaving checkpoint at step 3.\nGlobal Step: 3/20\nGlobal Step: 4/20\n"
+    assert stop_record.lost_work(earlier, 3)["steps_after_checkpoint"] == 1
 
 
 def test_outcome_fields_never_read_like_a_stop_when_it_failed():
