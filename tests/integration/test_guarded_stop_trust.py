@@ -59,6 +59,7 @@ def test_check_mode_says_would_stop_writes_nothing_and_leaves_the_job(running):
         "guarded_stop.yml", kubeconfig=w.sandbox.kubeconfig_operator, extra={"rlark_jobs": [w.name]}, check=True
     )
     elapsed = time.monotonic() - started
+    print("guarded_stop.yml --check on one running Job: %.1fs" % elapsed)
     assert run.rc == 0, run
     line = row(outcome_table(run), w.name)
     assert " would stop " in line and "would stop at step" in line, line
@@ -163,3 +164,8 @@ def test_stop_at_the_next_checkpoint_states_the_lost_work(running):
         logged = [int(m) for m in re.findall(r"Global Step: (\d+)/", fh.read())]
     assert record["lost_work"]["steps_after_checkpoint"] == max(logged) - record["global_step"], record["lost_work"]
     assert job_view(w.sandbox, w.name)[0]["stopped"] is True
+    # Progress without retry noise: the wait reports what it waits for; no task looped with until/retries.
+    results = job_host_results(run, w.name)
+    waits = [r for t, r in results if t == "Gate the checkpoint where it lives" and r.get("wait_log")]
+    assert any("a complete checkpoint newer than global_step_" in line for line in waits[-1]["wait_log"]), waits
+    assert not [t for t, r in results if "attempts" in r], "a task retried with until/retries"
