@@ -11,9 +11,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+import os
+import re
+
 from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import hydra_overrides, parts
 
 NOT_CONFIRMED = "digest not confirmed"
+OUTCOMES = ("stopped", "failed", "refused")
+# RLinf prints the step table after the step's save returned (docs: rlinf-checkpoints.md).
+STEP_LINE = re.compile(r"Global Step:\s*(\d+)")
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _images(job, manifest):
@@ -106,4 +114,63 @@ def build(resource, manifest=None, location=None, gate=None):
     }
 
 
-__all__ = ["NOT_CONFIRMED", "build"]
+def collection_version(root=COLLECTION_ROOT):
+    """The version of this collection: MANIFEST.json when installed, galaxy.yml in a checkout."""
+    try:
+        with open(os.path.join(root, "MANIFEST.json")) as fh:
+            return json.load(fh)["collection_info"]["version"]
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        with open(os.path.join(root, "galaxy.yml")) as fh:
+            found = re.search(r"^version:\s*['\"]?([^'\"\s]+)", fh.read(), re.MULTILINE)
+    except OSError:
+        found = None
+    return found.group(1) if found else "unknown"
+
+
+def lost_work(head_log, step):
+    """Steps the head logged after the recorded checkpoint (work a resume from it repeats).
+
+    Counted after the last save line of that step, so that an earlier run of the same Job in the
+    same log (a restart keeps a log shipper's file) does not count.
+    """
+    text = head_log or ""
+    if step is None:
+        return {"steps_after_checkpoint": None, "last_logged_step": None, "note": "no checkpoint step recorded"}
+    anchors = list(re.finditer(r"Saving checkpoint at step %d\.|Global Step:\s*%d\b" % (int(step), int(step)), text))
+    after = text[anchors[-1].start() :] if anchors else text
+    seen = [int(m.group(1)) for m in STEP_LINE.finditer(after)]
+    if not seen:
+        return {"steps_after_checkpoint": None, "last_logged_step": None, "note": "no step lines in the head log"}
+    last = max(seen)
+    return {"steps_after_checkpoint": max(0, last - int(step)), "last_logged_step": last}
+
+
+def outcome_fields(outcome, reason="", identity=None, selection=None, stop=None, step=None):
+    """What a stop record says about the stop itself, so that a refused or failed stop never reads as one.
+
+    ``stop`` is the rlark_stop_with_logs result (times, logs); ``selection`` the selectors/query/names used.
+    """
+    if outcome not in OUTCOMES:
+        raise ValueError("unknown stop outcome %r" % (outcome,))
+    stop = stop or {}
+    return {
+        "outcome": outcome,
+        "reason": reason or ("spec.stopped patched; no Pod CR left" if outcome == "stopped" else "not given"),
+        "identity": identity or {"username": "not checked"},
+        "selection": selection or {},
+        "collection_version": collection_version(),
+        "stop_patched_at": stop.get("patched_at"),
+        "pods_gone_at": stop.get("pods_gone_at"),
+        "logs": {
+            "last_exported_line_seen_at": stop.get("head_last_line_seen_at"),
+            "per_pod_last_line_seen_at": stop.get("last_line_seen_at") or {},
+            "read_errors": stop.get("log_errors") or [],
+            "note": "read right before the stop patch and on every poll until no Pod CR remained",
+        },
+        "lost_work": lost_work(stop.get("head_log"), step),
+    }
+
+
+__all__ = ["NOT_CONFIRMED", "OUTCOMES", "build", "collection_version", "lost_work", "outcome_fields"]

@@ -1,12 +1,15 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The guarded-stop summary: one row per Job, stopped / already stopped / refused and why."""
+"""The guarded-stop summary: one row per Job, stopped / already stopped / refused / failed and why.
+
+In check mode the outcome is "would stop" (a refusal stays "refused", its reason reading "would refuse").
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-OUTCOMES = ("stopped", "already stopped", "refused")
+OUTCOMES = ("stopped", "already stopped", "refused", "failed", "would stop")
 
 
 def stop_summary(results):
@@ -20,7 +23,7 @@ def stop_summary(results):
         counts[outcome] += 1
         step = r.get("step")
         detail = r.get("reason") or ""
-        if outcome != "refused" and r.get("checkpoint"):
+        if outcome not in ("refused", "failed") and r.get("checkpoint"):
             detail = "checkpoint %s" % r["checkpoint"] + ("; " + detail if detail else "")
         rows.append((str(r.get("job")), outcome, "" if step is None else str(step), " ".join(str(detail).split())))
     header = ("JOB", "OUTCOME", "STEP", "DETAIL")
@@ -28,9 +31,16 @@ def stop_summary(results):
     lines = []
     for row in [header] + rows:
         lines.append("  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3])
-    lines.append("%d stopped, %d already stopped, %d refused" % tuple(counts[o] for o in OUTCOMES))
+    lines.append(", ".join("%d %s" % (counts[o], o) for o in OUTCOMES if counts[o] or o in OUTCOMES[:3]))
     refused = [row[0] for row in rows if row[1] == "refused"]
-    return {"table": "\n".join(lines), "counts": counts, "refused": refused, "ok": not refused}
+    failed = [row[0] for row in rows if row[1] == "failed"]
+    return {
+        "table": "\n".join(lines),
+        "counts": counts,
+        "refused": refused,
+        "failed": failed,
+        "ok": not refused and not failed,
+    }
 
 
 __all__ = ["OUTCOMES", "stop_summary"]

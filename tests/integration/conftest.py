@@ -102,3 +102,16 @@ def sandbox(request):
     yield Sandbox(state_dir)
     if running is None and not os.environ.get("RLARK_SANDBOX_KEEP"):
         sandboxctl(state_dir, "down")
+
+
+@pytest.fixture
+def running(sandbox, tmp_path):
+    """The example workload migrated under a unique name, with one checkpoint saved; deleted afterwards."""
+    from playbook_support import Workload
+
+    w = Workload(sandbox, tmp_path)
+    run = w.play("migrate.yml")
+    assert run.rc == 0, run
+    w.wait_steps(1)
+    yield w
+    w.cleanup()

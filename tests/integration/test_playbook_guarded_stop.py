@@ -32,16 +32,6 @@ def stop(w, extra=None):
     )
 
 
-@pytest.fixture
-def running(sandbox, tmp_path):
-    w = Workload(sandbox, tmp_path)
-    run = w.play("migrate.yml")
-    assert run.rc == 0, run
-    w.wait_steps(1)
-    yield w
-    w.cleanup()
-
-
 def _slow_saves(m, p):
     # A save takes 20 s (not 2 s): an unguarded stop started when a save starts cuts it off even on a
     # loaded machine, where the stop itself takes seconds to reach the controller.

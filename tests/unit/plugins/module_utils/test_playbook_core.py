@@ -286,6 +286,6 @@ def test_stop_summary_table_and_exit_decision():
         ]
     )
     assert out["refused"] == ["b"] and not out["ok"]
-    assert out["counts"] == {"stopped": 1, "already stopped": 1, "refused": 1}
+    assert out["counts"] == {"stopped": 1, "already stopped": 1, "refused": 1, "failed": 0, "would stop": 0}
     lines = out["table"].splitlines()
     assert lines[0].startswith("JOB") and lines[1].startswith("a ") and "incomplete" in lines[2]

@@ -1,0 +1,87 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for rlark.ops.rlark_ckpt_wait: poll the checkpoint gate with progress lines.
+
+On a local connection (the controller, or a node host reached with the local connection) the gate
+runs in the worker process, so a poll costs one directory walk instead of a module run; elsewhere
+every poll runs rlark.ops.rlark_ckpt_gate on the target. Either way the gate decides, unchanged.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source
+from ansible_collections.rlark.ops.plugins.module_utils.gate_wait import wait_for_gate
+from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS
+from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import argument_spec as gate_spec
+
+display = Display()
+
+WAIT_SPEC = dict(
+    newer_than=dict(type="int", default=-1),
+    newest_complete=dict(type="bool", default=True),
+    timeout=dict(type="float", default=0),
+    interval=dict(type="float", default=1.0),
+)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        spec = gate_spec()
+        spec.update(WAIT_SPEC)
+        params = self.validate_argument_spec(
+            argument_spec=spec, mutually_exclusive=[("path", "s3")], required_one_of=[("path", "s3")]
+        )[1]
+        gate_args = {k: v for k, v in self._task.args.items() if k not in WAIT_SPEC}
+        gate_args["fail_when_incomplete"] = False
+        in_process = self._connection.transport == "local" and not any(self._task.environment or [])
+        host = task_vars.get("inventory_hostname", "")
+
+        def judge():
+            if not in_process:
+                return self._execute_module(
+                    module_name="rlark.ops.rlark_ckpt_gate", module_args=gate_args, task_vars=task_vars
+                )
+            try:
+                return run_gate(self._source(params), {name: params[name] for name in GATE_OPTIONS})
+            except (layouts.GateError, ImportError) as exc:
+                return {"failed": True, "msg": str(exc)}
+
+        def progress(line):
+            display.display("%s: %s" % (host, line), stderr=True)
+
+        waited = wait_for_gate(
+            judge,
+            newer_than=params["newer_than"],
+            newest_complete=params["newest_complete"],
+            timeout=params["timeout"],
+            interval=params["interval"],
+            progress=progress if params["timeout"] > 0 else None,
+        )
+        waited.pop("invocation", None)
+        result.update(waited)
+        result["changed"] = False
+        return result
+
+    @staticmethod
+    def _source(params):
+        if params["path"]:
+            return LocalSource(params["path"])
+        s3 = params["s3"]
+        return S3Source(
+            s3["bucket"],
+            prefix=s3["prefix"],
+            endpoint_url=s3["endpoint_url"],
+            region=s3["region"],
+            access_key=s3["access_key"],
+            secret_key=s3["secret_key"],
+        )

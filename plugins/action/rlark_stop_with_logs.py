@@ -1,0 +1,98 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for rlark.ops.rlark_stop_with_logs: stop a Job and tail its logs on the controller.
+
+The logs are read where the controller reads them (the rlark.ops.job_logs sources), so this always
+runs in the worker process; progress lines of the wait go to the terminal as they happen.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.module_utils.urls import open_url
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec, auth_params
+from ansible_collections.rlark.ops.plugins.module_utils.findings import render
+from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, head_pod_name, read_logs
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused
+from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import stop_with_logs
+
+display = Display()
+
+SPEC = dict(
+    name=dict(type="str", required=True),
+    head_task=dict(type="str", required=True),
+    pods=dict(type="list", elements="str", default=[]),
+    log_source=dict(type="str", default="files", choices=["files", "kubeconfig", "gateway"]),
+    logs_dir=dict(type="str"),
+    gateway_url=dict(type="str"),
+    data_plane_kubeconfig=dict(type="str"),
+    namespace=dict(type="str"),
+    wait=dict(type="bool", default=True),
+    wait_timeout=dict(type="int", default=600),
+    wait_sleep=dict(type="float", default=1.0),
+)
+
+
+def _http_get(url):
+    return open_url(url, headers={"Accept": "application/json"}, timeout=10).read()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        p = self.validate_argument_spec(argument_spec=argument_spec(**SPEC))[1]
+        name = p["name"]
+        head = head_pod_name(name, p["head_task"])
+        pods = p["pods"] or [head]
+
+        def read():
+            return read_logs(
+                p["log_source"],
+                name,
+                pod_names=pods,
+                logs_dir=p["logs_dir"] or None,
+                gateway_url=p["gateway_url"] or None,
+                kubeconfig=p["data_plane_kubeconfig"] or None,
+                namespace=p["namespace"] or None,
+                fetch=_http_get,
+            )
+
+        def progress(line):
+            display.display("%s: %s" % (task_vars.get("inventory_hostname", name), line), stderr=True)
+
+        client = None
+        try:
+            client = client_from_params(auth_params(p), timeout=p["wait_timeout"] + 60, log=display.vvv)
+            outcome = stop_with_logs(
+                client,
+                name,
+                read,
+                head,
+                check_mode=self._task.check_mode,
+                wait=p["wait"],
+                timeout=p["wait_timeout"],
+                interval=p["wait_sleep"],
+                progress=progress,
+            )
+        except Refused as exc:
+            result.update(failed=True, changed=False, msg="%s %s" % (exc, render(exc.findings)), findings=exc.findings)
+            return result
+        except KubeError as exc:
+            result.update(failed=True, changed=False, msg=str(exc), status=exc.to_dict())
+            return result
+        except LogSourceError as exc:
+            result.update(failed=True, changed=False, msg="Cannot read the logs of Job %s: %s" % (name, exc))
+            return result
+        finally:
+            if client is not None:
+                result.update(api_calls=client.api_calls)
+                client.close()
+        result.update(outcome)
+        return result

@@ -1,0 +1,144 @@
+#!/usr/bin/python
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: rlark_ckpt_wait
+short_description: Wait until an RLinf checkpoint is complete by the rules of rlark_ckpt_gate, with progress lines
+version_added: 0.1.0
+description:
+  - Runs the checkpoint gate of M(rlark.ops.rlark_ckpt_gate) again and again until a complete step newer than
+    O(newer_than) exists and (with O(newest_complete)) the newest step is complete and quiet, or O(timeout) passes.
+  - Prints one progress line per change of what it sees (newest step, newest complete step, why not yet) instead
+    of retry lines, and returns the last gate result with RV(timed_out) and RV(wait_msg) naming what it waited for.
+  - On a local connection the gate runs in the controller's worker process (one directory walk or bucket listing
+    per poll); on any other connection every poll runs M(rlark.ops.rlark_ckpt_gate) on the target.
+  - Never writes or deletes anything; C(changed) is always false.
+author:
+  - rlark.ops contributors (@rlark-ops)
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; runs unchanged in check mode.
+  diff_mode:
+    support: none
+    description: No diff.
+  platform:
+    support: full
+    platforms: posix
+    description: The gate runs where the data is (the node for a host directory, the controller for S3).
+options:
+  path:
+    description: Checkpoints root on the host (as for M(rlark.ops.rlark_ckpt_gate)). Mutually exclusive with O(s3).
+    type: path
+  s3:
+    description: Checkpoints root in object storage (as for M(rlark.ops.rlark_ckpt_gate)).
+    type: dict
+  runner:
+    description: RLinf runner (as for M(rlark.ops.rlark_ckpt_gate)).
+    type: str
+    default: auto
+  backend:
+    description: Training backend (as for M(rlark.ops.rlark_ckpt_gate)).
+    type: str
+    default: auto
+  actor_world_size:
+    description: Actor world size.
+    type: int
+  tensor_parallel:
+    description: Megatron tensor parallel size.
+    type: int
+  pipeline_parallel:
+    description: Megatron pipeline parallel size.
+    type: int
+  expert_parallel:
+    description: Megatron expert parallel size.
+    type: int
+  critic:
+    description: Whether a critic is saved.
+    type: bool
+  full_weights:
+    description: Whether full weights are saved.
+    type: bool
+    default: true
+  step:
+    description: The step to judge (C(latest) or a number).
+    type: str
+    default: latest
+  quiet_seconds:
+    description: Seconds without writes before a step counts as complete.
+    type: int
+    default: 120
+  verify_payloads:
+    description: Open payloads (zip tails, trackers, DCP metadata) of the chosen step.
+    type: bool
+    default: true
+  fail_when_incomplete:
+    description: Ignored; the wait reports instead of failing.
+    type: bool
+    default: true
+  newer_than:
+    description: Wait for a complete step newer than this one (V(-1) = any).
+    type: int
+    default: -1
+  newest_complete:
+    description: Also wait for the newest step to be the newest complete one (no save running or cut off).
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait; V(0) judges once.
+    type: float
+    default: 0
+  interval:
+    description: Seconds between two polls.
+    type: float
+    default: 1.0
+seealso:
+  - module: rlark.ops.rlark_ckpt_gate
+"""
+
+EXAMPLES = r"""
+- name: Wait for the next checkpoint after step 40
+  rlark.ops.rlark_ckpt_wait:
+    path: /data/rlinf/logs/run1/checkpoints
+    newer_than: 40
+    timeout: 3600
+    interval: 0.5
+  register: next_ckpt
+"""
+
+RETURN = r"""
+timed_out:
+  description: Whether O(timeout) passed before the condition held.
+  returned: always
+  type: bool
+wait_for:
+  description: What was waited for, in words.
+  returned: always
+  type: str
+wait_msg:
+  description: Why the wait ended without the condition (what, how long, last state).
+  returned: when the condition did not hold
+  type: str
+wait_log:
+  description: The progress lines.
+  returned: always
+  type: list
+  elements: str
+waited_seconds:
+  description: How long the wait took.
+  returned: always
+  type: float
+judged_at:
+  description: Epoch time of the last judgement.
+  returned: always
+  type: float
+complete:
+  description: As returned by M(rlark.ops.rlark_ckpt_gate), with all its other return values.
+  returned: always
+  type: bool
+"""

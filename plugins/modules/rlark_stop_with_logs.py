@@ -1,0 +1,141 @@
+#!/usr/bin/python
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: rlark_stop_with_logs
+short_description: Stop an RLark Job and keep its logs complete up to the removal of its pods
+version_added: 0.1.0
+description:
+  - Reads the C(main) container logs of the Job's pods, immediately sends the guarded stop (a JSON merge patch of
+    C(spec.stopped) alone with a resourceVersion precondition, as M(rlark.ops.rlark_job) does for
+    O(rlark.ops.rlark_job#module:state=stopped)), then keeps reading the logs on every poll until every Task
+    has replicas 0 and no Pod CR of the Job remains.
+  - Every read is merged onto what was read before, so a log source that keeps only a window of recent lines
+    (RLark's gateway keeps 1000 lines, and nothing once the pod is gone) loses nothing that was read once.
+  - Logs that cannot be read before the stop refuse it (nothing is patched); a failed read while the pods go is
+    reported in RV(log_errors).
+  - The wait prints one progress line per change of what it observes.
+  - Runs entirely in an action plugin on the controller, where the log sources are read.
+author:
+  - rlark.ops contributors (@rlark-ops)
+extends_documentation_fragment:
+  - rlark.ops.auth
+attributes:
+  check_mode:
+    support: full
+    description: The stop is sent as a server-side dry run (C(dryRun=All)); no log is read and nothing is awaited.
+  diff_mode:
+    support: none
+    description: No diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on the controller.
+options:
+  name:
+    description: Name of the Job.
+    type: str
+    required: true
+  head_task:
+    description: Name of the head task template; the head pod is C(<name>-<head_task>-0).
+    type: str
+    required: true
+  pods:
+    description: Data-plane pod names to read with O(log_source=kubeconfig) (defaults to the head pod).
+    type: list
+    elements: str
+    default: []
+  log_source:
+    description: Where the logs come from, as for the M(rlark.ops.job_logs) lookup.
+    type: str
+    default: files
+    choices: [files, kubeconfig, gateway]
+  logs_dir:
+    description: Directory holding C(<job>/<pod>.log) for O(log_source=files).
+    type: str
+  gateway_url:
+    description: Base URL of the RLark gateway for O(log_source=gateway).
+    type: str
+  data_plane_kubeconfig:
+    description: Kubeconfig of the data-plane cluster for O(log_source=kubeconfig).
+    type: str
+  namespace:
+    description: Namespace of the workloads in the data-plane cluster (default C(rlark-system)).
+    type: str
+  wait:
+    description: Wait until no Pod CR remains, reading the logs on every poll.
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds to wait for the pods to go.
+    type: int
+    default: 600
+  wait_sleep:
+    description: Seconds between two polls.
+    type: float
+    default: 1.0
+seealso:
+  - module: rlark.ops.rlark_job
+  - plugin: rlark.ops.job_logs
+    plugin_type: lookup
+"""
+
+EXAMPLES = r"""
+- name: Stop the Job with its logs read up to the removal of its pods
+  rlark.ops.rlark_stop_with_logs:
+    name: ppo-demo
+    head_task: actor
+    log_source: files
+    logs_dir: /srv/rlark-logs
+  register: stopped
+"""
+
+RETURN = r"""
+action:
+  description: C(stopped), or C(unchanged) when the Job was already stopped.
+  returned: success
+  type: str
+patched_at:
+  description: UTC time (ISO 8601) right after the stop patch was answered.
+  returned: success
+  type: str
+pods_gone_at:
+  description: UTC time when no Pod CR of the Job remained.
+  returned: when the wait ended in time
+  type: str
+logs:
+  description: Pod name to its merged log text.
+  returned: always
+  type: dict
+head_pod:
+  description: The head pod's name.
+  returned: always
+  type: str
+head_log:
+  description: The head pod's merged log text.
+  returned: success
+  type: str
+last_line_seen_at:
+  description: Pod name to the UTC time its last exported line was first read (logs carry no timestamps).
+  returned: success
+  type: dict
+head_last_line_seen_at:
+  description: The same for the head pod.
+  returned: success
+  type: str
+log_errors:
+  description: Log reads that failed while the pods were going away.
+  returned: success
+  type: list
+  elements: str
+wait_log:
+  description: Progress lines of the wait.
+  returned: always
+  type: list
+  elements: str
+"""
