@@ -17,8 +17,8 @@ from playbook_support import Workload, outcome_table
 from refusals import failed_task, task_result
 
 pytestmark = pytest.mark.sandbox
-GATE_TASK = "Gate the checkpoint on the node that holds it"
-INCOMPLETE_REFUSAL = "Refuse when the newest checkpoint is not complete (a save is running or was cut off)"
+GATE_TASK = "Gate the checkpoint where it lives"
+INCOMPLETE_REFUSAL = "Refuse when the checkpoint is not complete or an upload, tracker or video write has not finished"
 # The sandbox trainer writes a checkpoint every ~5 s (3 steps of 1 s, then a 2 s save): any moment is within
 # a few seconds of a write. 20 s (not an hour) tells "a save is running now" from "written some time ago".
 QUIET_DURING_SAVES = 20
