@@ -23,7 +23,7 @@ def keeps_all(rel_dir):
 
 
 class StepFacts:
-    __slots__ = ("bytes", "dirs", "entries", "errors", "files", "index", "leftovers", "name", "newest")
+    __slots__ = ("bytes", "dirs", "entries", "errors", "files", "index", "leftovers", "name", "newest", "sizes")
 
     def __init__(self, name):
         self.name = name
@@ -31,6 +31,7 @@ class StepFacts:
         self.bytes = 0
         self.newest = None
         self.entries = {}  # relpath -> mtime, interesting files only
+        self.sizes = {}  # relpath -> size of DCP shards (checked against what .metadata references)
         self.dirs = set()  # relpaths of directories (local) or key prefixes (S3)
         self.leftovers = []  # relpaths of *.tmp files (interrupted atomic writes)
         self.errors = []  # unreadable subdirectories / files
@@ -47,6 +48,8 @@ class StepFacts:
 
     def keep(self, rel, size, mtime):
         self.entries[rel] = mtime
+        if rel.endswith(".distcp"):
+            self.sizes[rel] = size
         if rel.endswith(".tmp"):
             self.leftovers.append(rel)
 

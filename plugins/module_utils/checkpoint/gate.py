@@ -16,6 +16,7 @@ import json
 import re
 import struct
 
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dcp_metadata as D
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, WARNING, finding
 
@@ -39,6 +40,8 @@ MARKER_TOLERANCE = 2.0
 STALE_GAP = 600.0
 ZIP_TAIL = 22 + 65535  # EOCD record plus the longest possible zip comment
 JSON_LIMIT = 64 * 1024 * 1024
+METADATA_LIMIT = 512 * 1024 * 1024
+ACTOR_DCP_METADATA = "actor/dcp_checkpoint/.metadata"
 DISTCP_REF = re.compile(rb"__(\d+)_(\d+)\.distcp")
 EOCD = b"PK\x05\x06"
 
@@ -108,7 +111,7 @@ class StepVerdict:
         self.grid = None
         self.critic = False
         self.distcp_ranks = ()
-        self.distcp_names = {}  # DCP directory -> shard file names present (for the .metadata check)
+        self.distcp_names = {}  # DCP directory -> {shard file name: size} present (for the .metadata check)
         self.missing = []
         self.problems = []
         self.verified = False
@@ -118,8 +121,8 @@ class StepVerdict:
     def structure_ok(self):
         return not self.missing and not any(p["severity"] == ERROR for p in self.problems)
 
-    def problem(self, id, message, severity=ERROR, path="", hint=""):
-        self.problems.append(finding(id, message, severity=severity, path=path, hint=hint))
+    def problem(self, id, message, severity=ERROR, path="", hint="", **extra):
+        self.problems.append(finding(id, message, severity=severity, path=path, hint=hint, **extra))
 
     def reasons(self):
         out = []
@@ -391,7 +394,8 @@ def judge_structure(facts, opts, now):
     if not megatron or "torch_dist" in v.features:
         for parent, names in children.items():
             if ".metadata" in names:
-                v.distcp_names[parent] = frozenset(n for n in names if n.endswith(".distcp"))
+                base = parent + "/" if parent else ""
+                v.distcp_names[parent] = {n: facts.sizes.get(base + n) for n in names if n.endswith(".distcp")}
     v.critic = bool(opts["critic"]) if opts["critic"] is not None else ("critic" in v.features and megatron)
     v.critic = v.critic and v.family == "reasoning" and megatron
 
@@ -599,11 +603,8 @@ def verify_payloads(v, source, opts):
             elif kind == L.JSON:
                 json.loads(source.read_all(v.name, rel, JSON_LIMIT).decode("utf-8"))
             elif kind == L.DCP_METADATA:
-                data = source.read_all(v.name, rel, JSON_LIMIT)
-                if rel == "actor/dcp_checkpoint/.metadata":
-                    _check_dcp_refs(v, data, rel, opts)
-                else:
-                    _check_named_shards(v, data, rel)
+                data = source.read_all(v.name, rel, METADATA_LIMIT + 1)
+                _check_dcp(v, data, rel, opts)
         except ValueError as exc:
             v.problem("invalid-json", "%s does not parse as JSON (%s)" % (rel, str(exc)[:80]), path=rel)
         except (OSError, L.GateError) as exc:
@@ -611,60 +612,105 @@ def verify_payloads(v, source, opts):
     v.verified = True
 
 
-def _check_named_shards(v, data, rel):
-    """Shard files a DCP ``.metadata`` names must all exist next to it."""
+def _dcp_needs(v, data, rel):
+    """{shard file name: minimum size} promised by a DCP ``.metadata``; None when only presence rules apply."""
+    if len(data) > METADATA_LIMIT:
+        v.problem(
+            "dcp-metadata-unverified",
+            "%s is larger than %d MiB: its shard list was not read, only the presence rules were applied"
+            % (rel, METADATA_LIMIT >> 20),
+            severity=WARNING,
+            path=rel,
+        )
+        return None
+    try:
+        return D.parse(data).needs
+    except D.InvalidMetadata as exc:
+        v.problem(
+            "invalid-dcp-metadata",
+            "%s is not a whole DCP commit marker: %s" % (rel, exc),
+            path=rel,
+            hint="the save was cut off while writing its commit marker; do not resume from this step",
+        )
+        return None
+    except D.UnknownFormat as exc:
+        # older torch or another writer: keep the file-name rules, plus any shard names the bytes mention
+        v.problem(
+            "dcp-metadata-unverified",
+            "%s is not a torch DCP Metadata this gate can read (%s): only the presence rules were applied" % (rel, exc),
+            severity=WARNING,
+            path=rel,
+        )
+        names = {m.group(0).decode() for m in DISTCP_REF.finditer(data)}
+        return dict.fromkeys(names, 0) or None
+
+
+def _check_dcp(v, data, rel, opts):
+    """Every shard a ``.metadata`` references exists and is long enough; unreferenced shards are stale."""
+    needs = _dcp_needs(v, data, rel)
+    if needs is None:
+        return
     parent = rel.rpartition("/")[0]
-    names = {m.group(0).decode() for m in DISTCP_REF.finditer(data)}
-    present = v.distcp_names.get(parent, frozenset())
-    for name in sorted(names - present):
+    present = v.distcp_names.get(parent, {})
+    if rel == ACTOR_DCP_METADATA:
+        _actor_world_size_from_metadata(v, needs, rel, opts, present)
+    else:
+        stale = sorted(set(present) - set(needs))
+        if stale:
+            v.problem(
+                "stale-shards",
+                "%s holds %d shard file(s) that its .metadata does not reference (%s): left over from another run, "
+                "not counted" % (parent, len(stale), ", ".join(stale[:4])),
+                severity=WARNING,
+                path=parent,
+            )
+    for name in sorted(set(needs) - set(present)):
         if "%s/%s" % (parent, name) not in v.missing:
             v.missing.append("%s/%s" % (parent, name))
-    stale = sorted(present - names) if names else []
+    for name in sorted(needs):
+        size = present.get(name)
+        if size is not None and size < needs[name]:
+            v.problem(
+                "truncated-shard",
+                "%s/%s is %d bytes but %s references bytes up to %d: %d bytes are missing (the shard was cut off)"
+                % (parent, name, size, rel, needs[name], needs[name] - size),
+                path="%s/%s" % (parent, name),
+                hint="this step is not complete; do not resume from it",
+                missing_bytes=needs[name] - size,
+            )
+
+
+def _actor_world_size_from_metadata(v, needs, rel, opts, present):
+    """The actor's ``.metadata`` names its shard files: the authoritative world size and shard list."""
+    refs = set()
+    for name in needs:
+        m = L.DISTCP.match(name)
+        if m:
+            refs.add(int(m.group(1)))
+    size = L.contiguous_size(refs)
+    if size is None or size == v.world_size:
+        return
+    if opts["actor_world_size"] is not None:
+        v.problem(
+            "world-size-mismatch",
+            "%s was written by %d ranks, not actor_world_size=%d: it belongs to another run"
+            % (rel, size, opts["actor_world_size"]),
+            path=rel,
+        )
+        return
+    # the world size was inferred from file names that included stale shards: the marker knows better
+    v.problems = [p for p in v.problems if not (p["id"] == "stale-shards" and p["path"] == "actor/dcp_checkpoint")]
+    v.missing = [m for m in v.missing if not m.startswith("actor/dcp_checkpoint/__")]
+    v.world_size = size
+    stale = sorted(n for n in present if n not in needs)
     if stale:
         v.problem(
             "stale-shards",
-            "%s holds %d shard file(s) that its .metadata does not reference (%s): left over from another run, "
-            "not counted" % (parent, len(stale), ", ".join(stale[:4])),
+            "actor/dcp_checkpoint holds %d shard file(s) that .metadata does not reference (%s): left over from a "
+            "larger earlier run, not counted" % (len(stale), ", ".join(stale[:4])),
             severity=WARNING,
-            path=parent,
+            path="actor/dcp_checkpoint",
         )
-
-
-def _check_dcp_refs(v, data, rel, opts):
-    """The DCP ``.metadata`` pickle names its shard files: the authoritative shard list."""
-    refs = {int(m.group(1)) for m in DISTCP_REF.finditer(data)}
-    if not refs:
-        return  # a metadata without file names (other writers): the file-name rules stand
-    present = set(v.distcp_ranks)
-    size = L.contiguous_size(refs)
-    if size is not None and size != v.world_size:
-        if opts["actor_world_size"] is not None:
-            v.problem(
-                "world-size-mismatch",
-                "%s was written by %d ranks, not actor_world_size=%d: it belongs to another run"
-                % (rel, size, opts["actor_world_size"]),
-                path=rel,
-            )
-        else:
-            # the world size was inferred from file names that included stale shards: the marker knows better
-            v.problems = [
-                p for p in v.problems if not (p["id"] == "stale-shards" and p["path"] == "actor/dcp_checkpoint")
-            ]
-            v.missing = [m for m in v.missing if not m.startswith("actor/dcp_checkpoint/__")]
-            v.world_size = size
-            stale = sorted(present - refs)
-            if stale:
-                v.problem(
-                    "stale-shards",
-                    "actor/dcp_checkpoint holds shard(s) for rank(s) %s that .metadata does not reference: left over "
-                    "from a larger earlier run, not counted" % _rank_text(stale),
-                    severity=WARNING,
-                    path="actor/dcp_checkpoint",
-                )
-    for r in sorted(refs - present):
-        name = "actor/dcp_checkpoint/__%d_0.distcp" % r
-        if name not in v.missing:
-            v.missing.append(name)
 
 
 # ---------------------------------------------------------------- selection and result

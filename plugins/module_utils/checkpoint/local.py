@@ -105,6 +105,7 @@ def walk_step(step_path, name):
     total = 0
     newest = -1.0
     entries = facts.entries
+    sizes = facts.sizes
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -141,6 +142,8 @@ def walk_step(step_path, name):
                     # keep every name except a replay buffer's trajectories: the rules name what they need
                     if keep_all or ename.endswith(REPLAY_KEPT):
                         entries[prefix + ename] = mtime
+                        if ename.endswith(".distcp"):
+                            sizes[prefix + ename] = st.st_size
                         if add_name is not None:
                             add_name(ename)
         except OSError as exc:

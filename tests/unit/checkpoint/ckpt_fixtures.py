@@ -16,6 +16,8 @@ import pickle
 import time
 import zipfile
 
+import dcp_format as DF
+
 TRACKER = "latest_checkpointed_iteration.txt"
 
 
@@ -29,8 +31,11 @@ def zip_payload(tag="payload"):
 
 
 def dcp_metadata(shard_names):
-    """A pickle that names its shard files, as torch DCP's .metadata does."""
-    return pickle.dumps({"storage_data": {i: {"relative_path": n} for i, n in enumerate(shard_names)}})
+    """torch DCP's .metadata: three 16-byte items per shard, so a whole shard is SHARD_BYTES long."""
+    return DF.metadata_bytes(DF.shard_items(shard_names, items_per_shard=3, item_len=16))
+
+
+SHARD_BYTES = 48
 
 
 class Row:
@@ -203,6 +208,7 @@ CASES = (
     "stale-marker",
     "tracker-mismatch",
     "truncated",
+    "shard-truncated",  # a DCP shard shorter than what its .metadata references
     "too-recent",
 )
 COMPLETE_CASES = ("complete", "stale-shards")
@@ -214,7 +220,7 @@ def render(content, step):
     if content == "json":
         return b'{"ok": true, "entries": [1, 2, 3]}'
     if content == "bin":
-        return b"\x00" * 48
+        return b"\x00" * SHARD_BYTES
     kind, arg = content
     if kind == "tracker":
         return str(arg).encode()
@@ -245,6 +251,10 @@ def tree(row, step, case, drop=None):
         files = [f for f in files if f[0] not in markers]
     elif case == "tracker-mismatch":
         files = [(rel, str(step - 10).encode() if rel.endswith(TRACKER) else data) for rel, data in files]
+    elif case == "shard-truncated":
+        shards = [rel for rel, _c in row.files(step) if rel.endswith(".distcp")]
+        target = shards[-1]
+        files = [(rel, data[:-5] if rel == target else data) for rel, data in files]
     elif case == "truncated":
         zips = [rel for rel, c in row.files(step) if c == "zip" and "/traj_" not in rel]
         target = zips[-1]
@@ -281,6 +291,8 @@ def applicable(row, case):
     """Cases that make sense for a row (only Megatron has a tracker)."""
     if case == "tracker-mismatch":
         return row.megatron
+    if case == "shard-truncated":
+        return any(rel.endswith(".distcp") for rel, _c in row.files(40))
     if case == "truncated":  # DCP shards are raw and .metadata is renamed into place: only zips truncate
         return any(c == "zip" for _rel, c in row.files(40))
     return True
@@ -293,6 +305,7 @@ CASE_PROBLEM = {
     "stale-marker": "stale-marker",
     "tracker-mismatch": "tracker-mismatch",
     "truncated": "truncated-payload",
+    "shard-truncated": "truncated-shard",
     "too-recent": "write-too-recent",
 }
 
