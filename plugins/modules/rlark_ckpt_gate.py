@@ -22,7 +22,8 @@ description:
     inferred unambiguously.
   - For a host directory (hostPath storage) run it on the node that holds the data; it needs only the
     Python standard library there. For object storage run it on the controller with O(s3); it lists the
-    whole prefix page by page (never only the first page) and needs boto3.
+    step prefixes with one delimiter listing, then each step it walks page by page (never only the first
+    page), and needs boto3.
   - Never writes or deletes anything; C(changed) is always false.
 author:
   - rlark.ops contributors (@rlark-ops)
@@ -123,9 +124,22 @@ options:
     description:
       - Open the payloads of the chosen step(s) - the zip end-of-central-directory record of every C(torch.save)
         C(.pt) (a truncated one lacks it; no torch needed), the tracker contents (must be N), JSON markers (must
-        parse) and the shard list inside the DCP C(.metadata).
+        parse) and the DCP C(.metadata).
+      - The C(.metadata) is read without torch (an allow-list unpickler that runs no code): every C(*.distcp) it
+        references must exist and be at least as long as the largest offset + length of its items, otherwise
+        the step is incomplete (C(truncated-shard)). Formats it cannot read fall back to the presence rules with
+        the warning C(dcp-metadata-unverified).
     type: bool
     default: true
+  full_report:
+    description:
+      - Walk and judge every step and list them all in RV(steps).
+      - By default the gate lists the step names once, walks the newest step and older ones only until one
+        is complete (for O(step=latest)) or only the named step, and looks at the other steps shallowly (a few
+        directory listings each) for the rules that depend on siblings. The verdict is the same; the cost no
+        longer grows with the number of files in older steps.
+    type: bool
+    default: false
   fail_when_incomplete:
     description:
       - Fail the task with one paragraph naming the rule that failed and what to do when the chosen step is
@@ -149,8 +163,8 @@ notes:
   - The rules follow what RLinf's runners and backends write on save; RLinf itself has no done marker, so the
     gate checks every required entry, the write order of the commit markers and, with O(verify_payloads), the
     payloads that a kill can truncate.
-  - Only the step(s) considered for selection have their payloads opened; other steps are judged on their
-    listing and reported with verdict V(unverified) when their structure is complete.
+  - Only the step(s) considered for selection have their payloads opened; with O(full_report) other steps are
+    judged on their listing and reported with verdict V(unverified) when their structure is complete.
 seealso:
   - module: rlark.ops.rlark_job
 """
@@ -243,7 +257,10 @@ newest_mtime:
   returned: always
   type: float
 latest_complete_step:
-  description: The newest step that is complete and verified; null when there is none.
+  description:
+    - The newest step that is complete and verified; null when there is none.
+    - For a named O(step) without O(full_report) only that step is walked, so this is the named step when it is
+      complete and the newest one, else null.
   returned: always
   type: int
   sample: 40
@@ -252,8 +269,15 @@ newest_step:
   returned: always
   type: int
   sample: 50
+steps_found:
+  description: Number of C(global_step_*) directories found.
+  returned: always
+  type: int
+  sample: 25
 steps:
   description:
+    - Without O(full_report) only the steps that were walked (newest first down to the chosen one) and the
+      unrecognized names (not walked, C(files) null); with it every directory.
     - Every C(global_step_*) directory found, oldest first, with its verdict (V(complete), V(incomplete),
       V(unverified) when its structure is complete but its payloads were not opened, V(unrecognized) for names
       such as C(global_step_40_bak)) and the reasons.
@@ -285,6 +309,7 @@ GATE_OPTIONS = (
     "step",
     "quiet_seconds",
     "verify_payloads",
+    "full_report",
 )
 
 
@@ -313,6 +338,7 @@ def argument_spec():
         step=dict(type="str", default="latest"),
         quiet_seconds=dict(type="int", default=120),
         verify_payloads=dict(type="bool", default=True),
+        full_report=dict(type="bool", default=False),
         fail_when_incomplete=dict(type="bool", default=True),
     )
 

@@ -18,6 +18,7 @@ import struct
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dcp_metadata as D
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import StepFacts
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, WARNING, finding
 
 DEFAULTS = {
@@ -32,6 +33,7 @@ DEFAULTS = {
     "step": "latest",
     "quiet_seconds": 120,
     "verify_payloads": True,
+    "full_report": False,
 }
 # A commit marker may trail its data by clock granularity (S3 LastModified has whole seconds);
 # one from an earlier save is older than the new data by far more than this.
@@ -346,6 +348,15 @@ def _megatron_stale(v, children):
 # ---------------------------------------------------------------- structure
 
 
+def identify(facts, opts):
+    """Backend, runner family and optional parts of one step: what its siblings' rules need from it.
+
+    Needs only the names of the top, ``actor/``, ``critic/``, their ``iter_*`` and ``sac_components``
+    directories, so a shallow look at a step (``facts.shallow_facts``) gives the same answer as a walk.
+    """
+    return _identify(StepVerdict(facts), facts, facts.children(), opts)[0]
+
+
 def judge_structure(facts, opts, now):
     """Everything that can be decided from names, sizes and mtimes of one step."""
     v = StepVerdict(facts)
@@ -354,6 +365,19 @@ def judge_structure(facts, opts, now):
     if v.step is None:
         return v
     children = facts.children()
+    v, backend = _identify(v, facts, children, opts)
+    if backend is None:
+        if v.backend is None:
+            _quiet(v, opts, now)
+        return v
+    megatron = backend.startswith("megatron")
+    return _judge_layout(v, facts, children, backend, megatron, opts, now)
+
+
+def _identify(v, facts, children, opts):
+    """(v, backend) with backend None when judging stops here (no layout, ambiguous or unsupported runner)."""
+    if v.step is None:
+        return v, None
     backend = opts["backend"]
     detected = detect_backend(facts, children)
     if backend == L.AUTO or (backend == "megatron" and detected == "megatron_torch_dist"):
@@ -365,8 +389,7 @@ def judge_structure(facts, opts, now):
             % facts.files,
             hint="pass backend and runner to list what is missing",
         )
-        _quiet(v, opts, now)
-        return v
+        return v, None
     megatron = backend.startswith("megatron")
     v.backend = "fsdp2" if backend == "fsdp" and opts["backend"] == "fsdp2" else backend
     v.evidence = runner_evidence(facts, children, megatron)
@@ -378,7 +401,7 @@ def judge_structure(facts, opts, now):
             "the files point to several runners (%s)" % ", ".join(sorted(v.evidence)),
             hint="pass runner",
         )
-        return v
+        return v, None
     else:
         v.runner = L.FAMILY_LABEL[v.evidence.pop() if v.evidence else "actor"]
         v.evidence = {L.FAMILY[v.runner]} if L.FAMILY[v.runner] != "actor" else set()
@@ -389,7 +412,7 @@ def judge_structure(facts, opts, now):
         L.check_combination(v.runner, backend)
     except L.LayoutError as exc:
         v.problem("unsupported-layout", str(exc))
-        return v
+        return v, None
     v.features = step_features(facts, children, backend)
     if not megatron or "torch_dist" in v.features:
         for parent, names in children.items():
@@ -398,7 +421,11 @@ def judge_structure(facts, opts, now):
                 v.distcp_names[parent] = {n: facts.sizes.get(base + n) for n in names if n.endswith(".distcp")}
     v.critic = bool(opts["critic"]) if opts["critic"] is not None else ("critic" in v.features and megatron)
     v.critic = v.critic and v.family == "reasoning" and megatron
+    return v, backend
 
+
+def _judge_layout(v, facts, children, backend, megatron, opts, now):
+    """The layout rules of an identified step: required entries, stale shards, leftovers, marker order."""
     groups = []
     if megatron:
         if "torch_dist" not in v.features:
@@ -514,6 +541,13 @@ TRAILING = {
 
 def apply_root_consistency(verdicts, opts):
     """Cross-step rules: the runner family and trailing optional parts seen in sibling steps."""
+    evidence = root_evidence(verdicts, opts)
+    for v in verdicts:
+        apply_root_rules(v, evidence, opts)
+
+
+def root_evidence(verdicts, opts):
+    """(root family or None, {(feature, backend): owning step}) from identified steps (walked or probed)."""
     judged = [v for v in verdicts if v.family]
     families = set()
     for v in judged:
@@ -523,35 +557,42 @@ def apply_root_consistency(verdicts, opts):
     for v in judged:
         for feature in v.features:
             owners.setdefault((feature, v.backend), v.name)
-    for v in judged:
-        if root_family == "reasoning" and v.family == "actor":
-            v.runner, v.family = "reasoning", "reasoning"
-            v.missing.append("data/data.pt")
+    return root_family, owners
+
+
+def apply_root_rules(v, evidence, opts):
+    """What sibling steps reveal about ``v``: a reasoning root, or a trailing part ``v`` lacks."""
+    root_family, owners = evidence
+    if not v.family:
+        return
+    if root_family == "reasoning" and v.family == "actor":
+        v.runner, v.family = "reasoning", "reasoning"
+        v.missing.append("data/data.pt")
+        v.problem(
+            "missing-trailing-part",
+            "other steps of this root are reasoning/agent checkpoints with data/data.pt (written last); this one "
+            "has none, so its save was cut off",
+            path="data/data.pt",
+        )
+    for feature, rels in sorted(TRAILING.items()):
+        if feature == "critic" and (opts["critic"] is not None or v.family != "reasoning"):
+            continue
+        if feature == "critic" and not (v.backend or "").startswith("megatron"):
+            continue
+        if feature in v.features:
+            continue
+        owner = owners.get((feature, v.backend))
+        if owner:
+            v.missing.extend(rels)
+            v.features.add(feature)
+            if feature == "critic":
+                v.critic = True
             v.problem(
                 "missing-trailing-part",
-                "other steps of this root are reasoning/agent checkpoints with data/data.pt (written last); this one "
-                "has none, so its save was cut off",
-                path="data/data.pt",
+                "%s exist(s) in %s but not here: the save of this step was cut off before its last part"
+                % (", ".join(rels), owner),
+                path=rels[-1],
             )
-        for feature, rels in sorted(TRAILING.items()):
-            if feature == "critic" and (opts["critic"] is not None or v.family != "reasoning"):
-                continue
-            if feature == "critic" and not (v.backend or "").startswith("megatron"):
-                continue
-            if feature in v.features:
-                continue
-            owner = owners.get((feature, v.backend))
-            if owner:
-                v.missing.extend(rels)
-                v.features.add(feature)
-                if feature == "critic":
-                    v.critic = True
-                v.problem(
-                    "missing-trailing-part",
-                    "%s exist(s) in %s but not here: the save of this step was cut off before its last part"
-                    % (", ".join(rels), owner),
-                    path=rels[-1],
-                )
 
 
 # ---------------------------------------------------------------- payloads
@@ -754,8 +795,41 @@ def _confirm(v, source, opts):
 
 
 def run_gate(source, options):
-    """Judge every step of ``source``; return the module result (without ``changed``/``msg``)."""
+    """Judge the steps of ``source``; return the module result (without ``changed``/``msg``).
+
+    By default newest first: list the step names once, walk the newest step, then older ones only
+    until one is complete (a named step: only that one); siblings are looked at shallowly for the
+    cross-step rules. ``full_report`` walks and reports every step.
+    """
     opts = normalize_options(options)
+    if opts["full_report"]:
+        return _run_full(source, opts)
+    return _run_newest_first(source, opts)
+
+
+def _no_steps(source):
+    return L.GateError(
+        "no global_step_* directory under %s: nothing has been saved there (check runner.logger.log_path / "
+        "runner.output_dir and the experiment name)%s"
+        % (source.describe(), "; found: " + ", ".join(sorted(source.others)[:10]) if source.others else "")
+    )
+
+
+def _only_odd_names(source, names):
+    return L.GateError(
+        "no global_step_N directory under %s, only names RLinf cannot resume from: %s"
+        % (source.describe(), ", ".join(sorted(names)))
+    )
+
+
+def _step_not_found(source, opts, steps):
+    return L.GateError(
+        "step %s not found under %s; steps present: %s"
+        % (opts["step"], source.describe(), ", ".join(str(s) for s in reversed(steps[:20])))
+    )
+
+
+def _run_full(source, opts):
     now = None
     verdicts = []
     for facts in source.scan():
@@ -763,41 +837,84 @@ def run_gate(source, options):
             now = source.now()
         verdicts.append(judge_structure(facts, opts, now))
     if not verdicts:
-        raise L.GateError(
-            "no global_step_* directory under %s: nothing has been saved there (check runner.logger.log_path / "
-            "runner.output_dir and the experiment name)%s"
-            % (source.describe(), "; found: " + ", ".join(sorted(source.others)[:10]) if source.others else "")
-        )
+        raise _no_steps(source)
     apply_root_consistency(verdicts, opts)
     numbered = sorted((v for v in verdicts if v.step is not None), key=lambda v: v.step, reverse=True)
     if not numbered:
-        raise L.GateError(
-            "no global_step_N directory under %s, only names RLinf cannot resume from: %s"
-            % (source.describe(), ", ".join(sorted(v.name for v in verdicts)))
-        )
+        raise _only_odd_names(source, [v.name for v in verdicts])
     latest_complete = next((v for v in numbered if _confirm(v, source, opts)), None)
-    notes = []
     if opts["step"] == "latest":
         chosen = latest_complete or numbered[0]
-        newest = numbered[0]
-        if latest_complete is not None and latest_complete is not newest:
-            notes.append(
-                finding(
-                    "newest-step-incomplete",
-                    "the newest step %s is incomplete (%s); using the newest complete step %s"
-                    % (newest.name, "; ".join(newest.reasons()[:3]), latest_complete.name),
-                    severity=WARNING,
-                    path=newest.name,
-                )
-            )
     else:
         chosen = next((v for v in numbered if v.step == opts["step"]), None)
         if chosen is None:
-            raise L.GateError(
-                "step %s not found under %s; steps present: %s"
-                % (opts["step"], source.describe(), ", ".join(str(v.step) for v in reversed(numbered[-20:])))
-            )
+            raise _step_not_found(source, opts, [v.step for v in numbered])
         _confirm(chosen, source, opts)
+    return _result(source, opts, chosen, latest_complete, numbered[0], verdicts, len(verdicts))
+
+
+def _run_newest_first(source, opts):
+    names = source.step_names()
+    if not names:
+        raise _no_steps(source)
+    numbered = sorted(((L.step_number(n), n) for n in names if L.step_number(n) is not None), reverse=True)
+    if not numbered:
+        raise _only_odd_names(source, names)
+    walked = {}
+    evidence = []
+    now = []
+
+    def judge(name):
+        facts = source.walk(name)
+        if not now:
+            now.append(source.now())
+        v = walked[name] = judge_structure(facts, opts, now[0])
+        if not evidence:  # siblings are identified from a shallow look, once
+            others = [identify(source.probe(n), opts) for _s, n in numbered if n != name]
+            evidence.append(root_evidence([v, *others], opts))
+        apply_root_rules(v, evidence[0], opts)
+        return v
+
+    newest_step, newest_name = numbered[0]
+    latest_complete = None
+    if opts["step"] == "latest":
+        for _s, name in numbered:
+            v = judge(name)
+            if _confirm(v, source, opts):
+                latest_complete = v
+                break
+        chosen = latest_complete or walked[newest_name]
+    else:
+        name = next((n for s, n in numbered if s == opts["step"]), None)
+        if name is None:
+            raise _step_not_found(source, opts, [s for s, _n in numbered])
+        chosen = judge(name)
+        if _confirm(chosen, source, opts) and chosen.step == newest_step:
+            latest_complete = chosen  # older complete steps are not looked for: only the named one is walked
+    odd = []
+    for n in names:
+        if L.step_number(n) is None:
+            v = StepVerdict(StepFacts(n))
+            v.files = v.bytes = None  # not walked
+            odd.append(v)
+    newest = walked.get(newest_name)
+    if newest is None:  # a named older step: the newest was not walked
+        newest = StepVerdict(StepFacts(newest_name))
+    return _result(source, opts, chosen, latest_complete, newest, list(walked.values()) + odd, len(names))
+
+
+def _result(source, opts, chosen, latest_complete, newest, verdicts, found):
+    notes = []
+    if opts["step"] == "latest" and latest_complete is not None and latest_complete is not newest:
+        notes.append(
+            finding(
+                "newest-step-incomplete",
+                "the newest step %s is incomplete (%s); using the newest complete step %s"
+                % (newest.name, "; ".join(newest.reasons()[:3]), latest_complete.name),
+                severity=WARNING,
+                path=newest.name,
+            )
+        )
     for v in verdicts:
         if v.step is None:
             notes.append(
@@ -824,8 +941,9 @@ def run_gate(source, options):
         "bytes": chosen.bytes,
         "newest_mtime": chosen.newest,
         "latest_complete_step": latest_complete.step if latest_complete else None,
-        "newest_step": numbered[0].step,
+        "newest_step": newest.step,
         "steps": steps,
+        "steps_found": found,
     }
 
 

@@ -16,7 +16,13 @@ import os
 import stat
 import time
 
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import REPLAY_KEPT, StepFacts, keeps_all
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import (
+    ITER_MARKERS,
+    REPLAY_KEPT,
+    StepFacts,
+    keeps_all,
+    shallow_facts,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -80,6 +86,44 @@ class LocalSource:
         """Yield one :class:`StepFacts` per ``global_step_*`` directory, each walked exactly once."""
         for name in self.step_names():
             yield walk_step(self.location(name), name)
+
+    def walk(self, name):
+        return walk_step(self.location(name), name)
+
+    def probe(self, name):
+        return shallow_facts(self, name)
+
+    def list_dir(self, name, rel):
+        """(file names, directory names) of one directory of a step; nothing when it cannot be read."""
+        files, dirs = [], []
+        try:
+            with os.scandir(os.path.join(self.root, name, rel) if rel else self.location(name)) as it:
+                for entry in it:
+                    try:
+                        (dirs if entry.is_dir(follow_symlinks=False) else files).append(entry.name)
+                    except OSError:
+                        continue
+        except OSError:
+            pass  # the walk of a chosen step reports unreadable parts; a probe only looks for evidence
+        return files, dirs
+
+    def iter_dir_names(self, name, rel):
+        """The format-deciding names of a Megatron iter directory: markers by stat, then the first shard/mp_rank."""
+        path = os.path.join(self.root, name, rel)
+        files = [m for m in ITER_MARKERS if os.path.lexists(os.path.join(path, m))]
+        dirs = []
+        try:
+            with os.scandir(path) as it:
+                for entry in it:
+                    if entry.name.startswith("mp_rank_"):
+                        dirs.append(entry.name)
+                        break
+                    if entry.name.endswith(".distcp"):
+                        files.append(entry.name)
+                        break
+        except OSError:
+            pass
+        return files, dirs
 
     def now(self):
         return time.time()

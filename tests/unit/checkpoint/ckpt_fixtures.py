@@ -329,3 +329,23 @@ def check_case(result, row, step, case, drop):
     summary = {s["step"]: s for s in result["steps"]}
     assert summary[step]["verdict"] == ("complete" if result["complete"] else "incomplete")
     assert result["files"] == len(tree(row, step, case, drop))
+
+
+VERDICT_KEYS = ("complete", "step", "checkpoint", "runner", "backend", "world_size", "rule", "missing", "files")
+
+
+def check_same_verdict(lazy, full, named=False):
+    """Newest-first must decide exactly as the full report (only the per-step list is shorter).
+
+    For a named step only that step is walked: the newest complete step is known only when it is the one.
+    """
+    for key in VERDICT_KEYS:
+        assert lazy[key] == full[key], (key, lazy[key], full[key])
+    assert lazy["problems"] == full["problems"]
+    assert lazy["newest_step"] == full["newest_step"]
+    if not named or lazy["latest_complete_step"] is not None:
+        assert lazy["latest_complete_step"] == full["latest_complete_step"]
+    lazy_steps = {s["name"]: s for s in lazy["steps"]}
+    for s in full["steps"]:
+        if s["name"] in lazy_steps and s["step"] is not None:
+            assert lazy_steps[s["name"]] == s
