@@ -992,7 +992,12 @@ def incomplete_message(result):
     parts.extend(p["message"] for p in errors[:4])
     rule = (" The rule is: %s." % result["rule"]) if result.get("rule") else ""
     ids = {p["id"] for p in errors}
-    if "write-too-recent" in ids:
+    if ids & {"integrity-mismatch", "integrity-manifest-unreadable"}:
+        todo = (
+            "The checkpoint no longer matches the integrity manifest written at guarded stop (or that manifest "
+            "cannot be read): do not resume from it."
+        )
+    elif "write-too-recent" in ids:
         todo = (
             "A save may still be running: do not stop the Job now; wait until nothing has been written for "
             "quiet_seconds and run the gate again."

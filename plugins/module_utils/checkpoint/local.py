@@ -107,6 +107,25 @@ class LocalSource:
             pass  # the walk of a chosen step reports unreadable parts; a probe only looks for evidence
         return files, dirs
 
+    def list_files(self, name):
+        """[(relative path, size)] of every regular file of a step (for the integrity manifest)."""
+        out = []
+        stack = [""]
+        base = self.location(name)
+        while stack:
+            rel = stack.pop()
+            with os.scandir(os.path.join(base, rel) if rel else base) as it:
+                for entry in it:
+                    child = rel + "/" + entry.name if rel else entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(child)
+                    elif entry.is_file(follow_symlinks=False):
+                        out.append((child, entry.stat(follow_symlinks=False).st_size))
+        return out
+
+    def open_file(self, name, rel):
+        return open(os.path.join(self.root, name, rel), "rb", buffering=0)
+
     def iter_dir_names(self, name, rel):
         """The format-deciding names of a Megatron iter directory: markers by stat, then the first shard/mp_rank."""
         path = os.path.join(self.root, name, rel)

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import random
 import time
+from contextlib import closing
 from email.utils import parsedate_to_datetime
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import StepFacts, shallow_facts
@@ -318,6 +319,18 @@ class S3Source:
         body = resp["Body"].read()
         total = str(resp.get("ContentRange") or "").rpartition("/")[2]
         return body, int(total) if total.isdigit() else len(body)
+
+    def list_files(self, name):
+        """[(relative path, size)] of every object of a step (for the integrity manifest)."""
+        prefix = "%s%s/" % (self.root, name)
+        out = []
+        for page in self.pages(prefix):
+            out.extend((o["Key"][len(prefix) :], o["Size"]) for o in page.get("Contents") or () if o["Key"][-1] != "/")
+        return out
+
+    def open_file(self, name, rel):
+        resp = self._call("GET", self.client.get_object, Bucket=self.bucket, Key=self._key(name, rel))
+        return closing(resp["Body"])
 
     def read_all(self, step_name, rel, limit):
         resp = self._call("GET", self.client.get_object, Bucket=self.bucket, Key=self._key(step_name, rel))
