@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, finding
 
@@ -62,6 +61,8 @@ def sha256_stream(opener):
 
 def _hash_all(source, step_name, rels, workers):
     """{rel: (sha256, size)}, hashed by ``workers`` threads that take the next file as they free up."""
+    from concurrent.futures import ThreadPoolExecutor  # only when hashing: the gate alone stays light to import
+
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = {rel: pool.submit(sha256_stream, lambda rel=rel: source.open_file(step_name, rel)) for rel in rels}
         return {rel: f.result() for rel, f in futures.items()}

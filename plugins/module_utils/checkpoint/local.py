@@ -129,8 +129,10 @@ class LocalSource:
     def iter_dir_names(self, name, rel):
         """The format-deciding names of a Megatron iter directory: markers by stat, then the first shard/mp_rank."""
         path = os.path.join(self.root, name, rel)
-        files = [m for m in ITER_MARKERS if os.path.lexists(os.path.join(path, m))]
+        files = next(([m] for m in ITER_MARKERS if os.path.lexists(os.path.join(path, m))), [])  # one decides
         dirs = []
+        if files:
+            return files, dirs
         try:
             with os.scandir(path) as it:
                 for entry in it:
