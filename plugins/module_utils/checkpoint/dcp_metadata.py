@@ -53,10 +53,6 @@ class _CustomStateStub(_Stub):
             self._state = state
 
 
-class _Size(tuple):
-    """``torch.Size`` pickles as ``(torch.Size, (tuple,))``."""
-
-
 class _TorchName(str):
     """``torch.float32`` and friends: only their names matter here (a str is not callable)."""
 
@@ -81,7 +77,7 @@ for _module in (DCP_MODULE, OLD_PROPS_MODULE):
 _ALLOWED[(OLD_PROPS_MODULE, "MEM_FORMAT_ENCODING")] = _stub(OLD_PROPS_MODULE, "MEM_FORMAT_ENCODING")
 for _n in ("_StorageInfo", "_StoragePrefix"):
     _ALLOWED[(FS_MODULE, _n)] = _stub(FS_MODULE, _n)
-_ALLOWED[("torch", "Size")] = _Size
+_ALLOWED[("torch", "Size")] = tuple  # torch.Size pickles as (torch.Size, (tuple,)); a tuple is all we need
 for _module in ("pathlib",):
     for _n in ("PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath"):
         _ALLOWED[(_module, _n)] = _stub(_module, _n)
