@@ -331,7 +331,6 @@ from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_requ
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source, import_boto3
 
 GATE_OPTIONS = (
     "runner",
@@ -386,6 +385,8 @@ def argument_spec():
 def open_source(module):
     if module.params["path"]:
         return LocalSource(module.params["path"])
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source, import_boto3
+
     s3 = module.params["s3"]
     try:
         import_boto3()

@@ -12,10 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import random
 import time
 from contextlib import closing
-from email.utils import parsedate_to_datetime
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import StepFacts, shallow_facts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
@@ -74,11 +72,15 @@ def normalize_prefix(prefix):
 class Retrying:
     """Call with full-jitter exponential backoff on throttling, 5xx and dropped connections."""
 
-    def __init__(self, attempts=6, base=0.2, cap=5.0, sleep=time.sleep, rand=random.random):
+    def __init__(self, attempts=6, base=0.2, cap=5.0, sleep=time.sleep, rand=None):
         self.attempts = attempts
         self.base = base
         self.cap = cap
         self.sleep = sleep
+        if rand is None:
+            import random  # only when an S3 source is used: the module on a node never needs it
+
+            rand = random.random
         self.rand = rand
 
     def __call__(self, fn, retryable, **kwargs):
@@ -342,6 +344,8 @@ def _server_time(page):
     headers = (page.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
     date = headers.get("date")
     if date:
+        from email.utils import parsedate_to_datetime
+
         try:
             return parsedate_to_datetime(date).timestamp()
         except (TypeError, ValueError):

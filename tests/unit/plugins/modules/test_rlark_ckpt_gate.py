@@ -14,6 +14,7 @@ sys.path.insert(
 )
 
 import ckpt_fixtures as F
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import s3 as s3_module
 from ansible_collections.rlark.ops.plugins.modules import rlark_ckpt_gate
 
 ROW = F.ROWS[0]
@@ -104,7 +105,7 @@ def test_s3_options_fall_back_to_aws_env(monkeypatch, capsys):
         seen.update(kw, bucket=bucket)
         raise rlark_ckpt_gate.layouts.GateError("stop here")
 
-    monkeypatch.setattr(rlark_ckpt_gate, "S3Source", fake_source)
+    monkeypatch.setattr(s3_module, "S3Source", fake_source)  # imported by the module only for s3
     r = run({"s3": {"bucket": "checkpoints", "prefix": "a/checkpoints"}}, capsys)
     assert r["failed"] and r["msg"] == "stop here"
     assert seen == {
