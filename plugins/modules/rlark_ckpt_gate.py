@@ -146,7 +146,7 @@ options:
       - Content integrity of the chosen step, after it passed the gate.
       - V(write) hashes every file of the step (sha256, streamed, O(hash_workers) in parallel) and writes the
         manifest (relative path, size, sha256 of each file) to O(integrity_path); the manifest is also returned
-        in RV(integrity.manifest), so a role can keep it with the stop record. For object storage without
+        as the C(manifest) key of RV(integrity), so a role can keep it with the stop record. For object storage without
         O(integrity_path) it is only returned.
       - V(verify) reads the manifest (O(integrity_manifest), else O(integrity_path)) and fails the gate with one
         C(integrity-mismatch) finding per file that is missing, resized or has another sha256. Megatron-style
