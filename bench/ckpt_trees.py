@@ -5,7 +5,13 @@
 import io
 import os
 import pickle
+import sys
 import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "unit", "checkpoint"))
+
+import dcp_format  # noqa: E402  (test-only writer of the .metadata format)
 
 TP, PP = 8, 4
 
@@ -37,6 +43,30 @@ def fsdp_step(step, world=64):
     files = [("actor/dcp_checkpoint/__%d_0.distcp" % r, b"\0" * 32) for r in range(world)]
     files.append(("actor/dcp_checkpoint/.metadata", b"meta"))
     files.append(("actor/model_state_dict/full_weights.pt", ZIP))
+    return files
+
+
+TORCH_DIST_RANKS = 1980  # x 2 files per rank + 4 = 3,964 files per step; 25 steps = 99,100 files
+SHARD = b"\1" * 64
+_META_CACHE = {}
+
+
+def torch_dist_metadata(ranks, files_per_rank=2):
+    key = (ranks, files_per_rank)
+    if key not in _META_CACHE:
+        items = [("__%d_%d.distcp" % (r, k), 0, len(SHARD)) for r in range(ranks) for k in range(files_per_rank)]
+        _META_CACHE[key] = dcp_format.metadata_bytes(items, extra_bytes_entry=False)
+    return _META_CACHE[key]
+
+
+def torch_dist_step(step, ranks=TORCH_DIST_RANKS):
+    """Megatron torch_dist (reasoning-free actor layout): 2 shards per rank, real-format .metadata."""
+    it = "actor/iter_%07d/" % step
+    files = [(it + "__%d_%d.distcp" % (r, k), SHARD) for r in range(ranks) for k in range(2)]
+    files.append((it + "common.pt", ZIP))
+    files.append((it + "metadata.json", b'{"sharded_backend": "torch_dist", "sharded_backend_version": 1}'))
+    files.append((it + ".metadata", torch_dist_metadata(ranks)))
+    files.append(("actor/latest_checkpointed_iteration.txt", str(step).encode()))
     return files
 
 

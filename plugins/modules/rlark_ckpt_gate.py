@@ -22,8 +22,10 @@ description:
     inferred unambiguously.
   - For a host directory (hostPath storage) run it on the node that holds the data; it needs only the
     Python standard library there. For object storage run it on the controller with O(s3); it lists the
-    whole prefix page by page (never only the first page) and needs boto3.
-  - Never writes or deletes anything; C(changed) is always false.
+    step prefixes with one delimiter listing, then each step it walks page by page (never only the first
+    page), and needs boto3.
+  - Never deletes anything and writes only the integrity manifest with O(integrity=write); C(changed) is true
+    only when that manifest was written.
 author:
   - rlark.ops contributors (@rlark-ops)
 options:
@@ -91,9 +93,50 @@ options:
     description:
       - Open the payloads of the chosen step(s) - the zip end-of-central-directory record of every C(torch.save)
         C(.pt) (a truncated one lacks it; no torch needed), the tracker contents (must be N), JSON markers (must
-        parse) and the shard list inside the DCP C(.metadata).
+        parse) and the DCP C(.metadata).
+      - The C(.metadata) is read without torch (an allow-list unpickler that runs no code); every C(*.distcp) it
+        references must exist and be at least as long as the largest offset + length of its items, otherwise
+        the step is incomplete (C(truncated-shard)). Formats it cannot read fall back to the presence rules with
+        the warning C(dcp-metadata-unverified).
     type: bool
     default: true
+  full_report:
+    description:
+      - Walk and judge every step and list them all in RV(steps).
+      - By default the gate lists the step names once, walks the newest step and older ones only until one
+        is complete (for O(step=latest)) or only the named step, and looks at the other steps shallowly (a few
+        directory listings each) for the rules that depend on siblings. The verdict is the same; the cost no
+        longer grows with the number of files in older steps.
+    type: bool
+    default: false
+  integrity:
+    description:
+      - Content integrity of the chosen step, after it passed the gate.
+      - V(write) hashes every file of the step (sha256, streamed, O(hash_workers) in parallel) and writes the
+        manifest (relative path, size, sha256 of each file) to O(integrity_path); the manifest is also returned
+        as the C(manifest) key of RV(integrity), so a role can keep it with the stop record. For object storage without
+        O(integrity_path) it is only returned.
+      - V(verify) reads the manifest (O(integrity_manifest), else O(integrity_path)) and fails the gate with one
+        C(integrity-mismatch) finding per file that is missing, resized or has another sha256. Megatron-style
+        C(integrity.json) files (a C(files) list or mapping with path, size and sha256) are read too.
+      - Nothing is hashed when the chosen step is already incomplete.
+    type: str
+    choices: ['off', write, verify]
+    default: 'off'
+  integrity_path:
+    description:
+      - Where the integrity manifest is written or read, on the host that runs the module.
+      - Default for a host directory is C(<checkpoints root>/rlark-integrity/global_step_N.json), next to the
+        checkpoint (not a C(global_step_*) name, so RLinf's resume scan ignores it).
+    type: path
+  integrity_manifest:
+    description:
+      - The manifest to verify, as data (for example the one a guarded stop returned and recorded); takes
+        precedence over O(integrity_path).
+    type: dict
+  hash_workers:
+    description: Threads that hash files in parallel; default the number of CPUs of the host.
+    type: int
   fail_when_incomplete:
     description:
       - Fail the task with one paragraph naming the rule that failed and what to do when the chosen step is
@@ -105,7 +148,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Nothing is ever written, so check mode runs the same read-only checks.
+    description: Check mode runs the same read-only checks and hashes, but writes no integrity manifest.
   diff_mode:
     support: none
     description: Nothing changes, so there is nothing to diff.
@@ -119,8 +162,8 @@ notes:
   - The rules follow what RLinf's runners and backends write on save; RLinf itself has no done marker, so the
     gate checks every required entry, the write order of the commit markers and, with O(verify_payloads), the
     payloads that a kill can truncate.
-  - Only the step(s) considered for selection have their payloads opened; other steps are judged on their
-    listing and reported with verdict V(unverified) when their structure is complete.
+  - Only the step(s) considered for selection have their payloads opened; with O(full_report) other steps are
+    judged on their listing and reported with verdict V(unverified) when their structure is complete.
 seealso:
   - module: rlark.ops.rlark_job
 """
@@ -213,7 +256,10 @@ newest_mtime:
   returned: always
   type: float
 latest_complete_step:
-  description: The newest step that is complete and verified; null when there is none.
+  description:
+    - The newest step that is complete and verified; null when there is none.
+    - For a named O(step) without O(full_report) only that step is walked, so this is the named step when it is
+      complete and the newest one, else null.
   returned: always
   type: int
   sample: 40
@@ -222,8 +268,22 @@ newest_step:
   returned: always
   type: int
   sample: 50
+integrity:
+  description:
+    - With O(integrity) other than V(off) - C(mode), C(path), C(status) (V(written), V(would-write) in check
+      mode, V(returned), V(verified), V(failed) or V(skipped) with a C(reason)), C(files), C(bytes), C(seconds),
+      and for V(write) the C(manifest) itself (C(schema), C(algorithm), C(files) with C(path), C(size), C(sha256)).
+  returned: when O(integrity) is not V(off)
+  type: dict
+steps_found:
+  description: Number of C(global_step_*) directories found.
+  returned: always
+  type: int
+  sample: 25
 steps:
   description:
+    - Without O(full_report) only the steps that were walked (newest first down to the chosen one) and the
+      unrecognized names (not walked, C(files) null); with it every directory.
     - Every C(global_step_*) directory found, oldest first, with its verdict (V(complete), V(incomplete),
       V(unverified) when its structure is complete but its payloads were not opened, V(unrecognized) for names
       such as C(global_step_40_bak)) and the reasons.
@@ -239,10 +299,9 @@ steps:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import S3_ARG_SPEC
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source, import_boto3
 
 GATE_OPTIONS = (
     "runner",
@@ -256,6 +315,7 @@ GATE_OPTIONS = (
     "step",
     "quiet_seconds",
     "verify_payloads",
+    "full_report",
 )
 
 
@@ -274,6 +334,11 @@ def argument_spec():
         step=dict(type="str", default="latest"),
         quiet_seconds=dict(type="int", default=120),
         verify_payloads=dict(type="bool", default=True),
+        full_report=dict(type="bool", default=False),
+        integrity=dict(type="str", default="off", choices=["off", "write", "verify"]),
+        integrity_path=dict(type="path"),
+        integrity_manifest=dict(type="dict"),
+        hash_workers=dict(type="int"),
         fail_when_incomplete=dict(type="bool", default=True),
     )
 
@@ -281,6 +346,8 @@ def argument_spec():
 def open_source(module):
     if module.params["path"]:
         return LocalSource(module.params["path"])
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source, import_boto3
+
     s3 = module.params["s3"]
     try:
         import_boto3()
@@ -303,14 +370,28 @@ def main():
         required_one_of=[("path", "s3")],
         supports_check_mode=True,
     )
+    p = module.params
+    if p["hash_workers"] is not None and p["hash_workers"] < 1:
+        module.fail_json(msg="hash_workers must be at least 1, got %d" % p["hash_workers"])
     try:
         source = open_source(module)
-        result = run_gate(source, {name: module.params[name] for name in GATE_OPTIONS})
+        result = run_gate(source, {name: p[name] for name in GATE_OPTIONS})
+        changed = integrity.apply(
+            source,
+            result,
+            p["integrity"],
+            path=p["integrity_path"],
+            manifest=p["integrity_manifest"],
+            workers=p["hash_workers"],
+            check_mode=module.check_mode,
+        )
     except layouts.GateError as exc:
         module.fail_json(msg=str(exc), changed=False)
-    if not result["complete"] and module.params["fail_when_incomplete"]:
-        module.fail_json(msg=incomplete_message(result), changed=False, **result)
-    module.exit_json(changed=False, **result)
+    except OSError as exc:
+        module.fail_json(msg="integrity manifest: %s" % exc, changed=False)
+    if not result["complete"] and p["fail_when_incomplete"]:
+        module.fail_json(msg=incomplete_message(result), changed=changed, **result)
+    module.exit_json(changed=changed, **result)
 
 
 if __name__ == "__main__":

@@ -69,8 +69,15 @@ def test_matrix_in_s3(sandbox, s3, row, case, drop, case_id):
     _client, run = s3
     prefix = "%s%s/checkpoints" % (run, case_id)
     quiet = 3600 if case == "too-recent" else 0
-    result = run_gate(source(sandbox, prefix), dict(row.gate_params(), step=STEP, quiet_seconds=quiet))
+    params = dict(row.gate_params(), step=STEP, quiet_seconds=quiet)
+    result = run_gate(source(sandbox, prefix), dict(params, full_report=True))
     F.check_case(result, row, STEP, case, drop)
+    # newest first decides the same, for the named step and for "latest"
+    F.check_same_verdict(run_gate(source(sandbox, prefix), params), result, named=True)
+    latest = dict(params, step="latest")
+    F.check_same_verdict(
+        run_gate(source(sandbox, prefix), latest), run_gate(source(sandbox, prefix), dict(latest, full_report=True))
+    )
     assert result["checkpoint"] == "s3://%s/%s/global_step_%d/" % (sandbox.s3_bucket, prefix, STEP)
 
 
@@ -81,7 +88,11 @@ def test_latest_picks_newest_complete_and_says_so(sandbox, s3):
     for step, case in ((10, "complete"), (20, "complete"), (30, "marker-missing")):
         F.write_s3(client, sandbox.s3_bucket, prefix, "global_step_%d" % step, F.tree(row, step, case))
     F.write_s3(client, sandbox.s3_bucket, prefix, "global_step_20_bak", F.tree(row, 20, "complete"))
-    result = run_gate(source(sandbox, prefix), dict(row.gate_params(), quiet_seconds=0))
+    lazy = run_gate(source(sandbox, prefix), dict(row.gate_params(), quiet_seconds=0))
+    assert [s["name"] for s in lazy["steps"]] == ["global_step_20", "global_step_30", "global_step_20_bak"]
+    assert lazy["steps_found"] == 4
+    result = run_gate(source(sandbox, prefix), dict(row.gate_params(), quiet_seconds=0, full_report=True))
+    F.check_same_verdict(lazy, result)
     assert result["complete"] and result["step"] == 20 and result["newest_step"] == 30
     notes = [p for p in result["problems"] if p["id"] == "newest-step-incomplete"]
     assert notes and "global_step_30" in notes[0]["message"]
@@ -111,14 +122,15 @@ def test_listing_streams_past_the_first_page(sandbox, s3):
     pages = []
     original = src.pages
 
-    def counting(p):
-        for page in original(p):
-            pages.append(len(page.get("Contents") or ()))
+    def counting(p, **kw):
+        for page in original(p, **kw):
+            if not kw.get("delimiter"):  # the step-name listing carries no objects of a step
+                pages.append(len(page.get("Contents") or ()))
             yield page
 
     src.pages = counting
     result = run_gate(src, {"actor_world_size": 2600, "full_weights": False, "quiet_seconds": 0})
-    assert result["complete"], result["missing"][:5]
+    assert result["complete"], result["missing"][:5]  # the walk of the one step pages through all 2,601 keys
     assert result["files"] == len(files) == 2601
     assert result["bytes"] == sum(len(f[1]) for f in files)
     assert len(pages) >= 3 and sum(pages) == 2601

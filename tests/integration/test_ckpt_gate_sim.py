@@ -197,7 +197,10 @@ def test_megatron_reasoning_in_object_storage(sandbox, api, make_job):
     assert result["complete"] and result["step"] == 3
     assert result["runner"] == "reasoning" and result["backend"] == "megatron"
     assert result["checkpoint"] == "s3://%s/%s/global_step_3/" % (sandbox.s3_bucket, prefix)
-    assert [s["verdict"] for s in result["steps"]] == ["unverified", "complete"]
+    assert [s["verdict"] for s in result["steps"]] == ["complete"] and result["steps_found"] == 2  # newest first
+    full = gate(quiet_seconds=0, full_report=True)
+    assert [s["verdict"] for s in full["steps"]] == ["unverified", "complete"]
+    assert (full["complete"], full["step"], full["missing"]) == (True, 3, [])
 
     via_ansible = run_ansible_module(
         "rlark_ckpt_gate",

@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import INTERESTING_SUFFIXES
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import INTERESTING_SUFFIXES, ITER_DIR
 
 # Replay-buffer rank directories hold many trajectory files; the rules need only these.
 REPLAY_KEPT = (".json", ".tmp")
@@ -23,7 +23,7 @@ def keeps_all(rel_dir):
 
 
 class StepFacts:
-    __slots__ = ("bytes", "dirs", "entries", "errors", "files", "index", "leftovers", "name", "newest")
+    __slots__ = ("bytes", "dirs", "entries", "errors", "files", "index", "leftovers", "name", "newest", "sizes")
 
     def __init__(self, name):
         self.name = name
@@ -31,6 +31,7 @@ class StepFacts:
         self.bytes = 0
         self.newest = None
         self.entries = {}  # relpath -> mtime, interesting files only
+        self.sizes = {}  # relpath -> size of DCP shards (checked against what .metadata references)
         self.dirs = set()  # relpaths of directories (local) or key prefixes (S3)
         self.leftovers = []  # relpaths of *.tmp files (interrupted atomic writes)
         self.errors = []  # unreadable subdirectories / files
@@ -47,6 +48,8 @@ class StepFacts:
 
     def keep(self, rel, size, mtime):
         self.entries[rel] = mtime
+        if rel.endswith(".distcp"):
+            self.sizes[rel] = size
         if rel.endswith(".tmp"):
             self.leftovers.append(rel)
 
@@ -59,3 +62,42 @@ class StepFacts:
             parent, _sep, name = rel.rpartition("/")
             index.setdefault(parent, set()).add(name)
         return index
+
+
+# Megatron iteration directories may hold thousands of shards; telling torch from torch_dist needs only these.
+ITER_MARKERS = (".metadata", "common.pt", "metadata.json")
+
+
+def shallow_facts(source, name):
+    """What :func:`gate.identify` reads of a sibling step, from a few directory listings instead of a walk.
+
+    ``source.list_dir(step, rel)`` -> (file names, directory names); ``source.iter_dir_names(step, rel)``
+    -> the names of an ``iter_*`` directory that decide its format (markers, one shard or mp_rank).
+    """
+    facts = StepFacts(name)
+    facts.index = index = {}
+
+    def look(rel, names=None):
+        if names is None:
+            files, dirs = source.list_dir(name, rel)
+        else:
+            files, dirs = names
+        prefix = rel + "/" if rel else ""
+        index[rel] = set(files) | set(dirs)
+        facts.dirs.update(prefix + d for d in dirs)
+        for f in files:
+            facts.entries[prefix + f] = 0.0
+        return dirs
+
+    top = look("")
+    for comp in ("actor", "critic"):
+        if comp not in top:
+            continue
+        inner = look(comp)
+        for it in inner:
+            if ITER_DIR.match(it):
+                look(comp + "/" + it, source.iter_dir_names(name, comp + "/" + it))
+        if comp == "actor" and "sac_components" in inner:
+            look("actor/sac_components")
+    facts.files = len(facts.entries)
+    return facts

@@ -12,11 +12,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import gc
 import json
 import re
 import struct
 
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dcp_metadata as D
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import StepFacts
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, WARNING, finding
 
 DEFAULTS = {
@@ -31,6 +34,7 @@ DEFAULTS = {
     "step": "latest",
     "quiet_seconds": 120,
     "verify_payloads": True,
+    "full_report": False,
 }
 # A commit marker may trail its data by clock granularity (S3 LastModified has whole seconds);
 # one from an earlier save is older than the new data by far more than this.
@@ -39,6 +43,8 @@ MARKER_TOLERANCE = 2.0
 STALE_GAP = 600.0
 ZIP_TAIL = 22 + 65535  # EOCD record plus the longest possible zip comment
 JSON_LIMIT = 64 * 1024 * 1024
+METADATA_LIMIT = 512 * 1024 * 1024
+ACTOR_DCP_METADATA = "actor/dcp_checkpoint/.metadata"
 DISTCP_REF = re.compile(rb"__(\d+)_(\d+)\.distcp")
 EOCD = b"PK\x05\x06"
 
@@ -108,7 +114,7 @@ class StepVerdict:
         self.grid = None
         self.critic = False
         self.distcp_ranks = ()
-        self.distcp_names = {}  # DCP directory -> shard file names present (for the .metadata check)
+        self.distcp_names = {}  # DCP directory -> {shard file name: size} present (for the .metadata check)
         self.missing = []
         self.problems = []
         self.verified = False
@@ -118,8 +124,8 @@ class StepVerdict:
     def structure_ok(self):
         return not self.missing and not any(p["severity"] == ERROR for p in self.problems)
 
-    def problem(self, id, message, severity=ERROR, path="", hint=""):
-        self.problems.append(finding(id, message, severity=severity, path=path, hint=hint))
+    def problem(self, id, message, severity=ERROR, path="", hint="", **extra):
+        self.problems.append(finding(id, message, severity=severity, path=path, hint=hint, **extra))
 
     def reasons(self):
         out = []
@@ -343,6 +349,15 @@ def _megatron_stale(v, children):
 # ---------------------------------------------------------------- structure
 
 
+def identify(facts, opts):
+    """Backend, runner family and optional parts of one step: what its siblings' rules need from it.
+
+    Needs only the names of the top, ``actor/``, ``critic/``, their ``iter_*`` and ``sac_components``
+    directories, so a shallow look at a step (``facts.shallow_facts``) gives the same answer as a walk.
+    """
+    return _identify(StepVerdict(facts), facts, facts.children(), opts)[0]
+
+
 def judge_structure(facts, opts, now):
     """Everything that can be decided from names, sizes and mtimes of one step."""
     v = StepVerdict(facts)
@@ -351,6 +366,19 @@ def judge_structure(facts, opts, now):
     if v.step is None:
         return v
     children = facts.children()
+    v, backend = _identify(v, facts, children, opts)
+    if backend is None:
+        if v.backend is None:
+            _quiet(v, opts, now)
+        return v
+    megatron = backend.startswith("megatron")
+    return _judge_layout(v, facts, children, backend, megatron, opts, now)
+
+
+def _identify(v, facts, children, opts):
+    """(v, backend) with backend None when judging stops here (no layout, ambiguous or unsupported runner)."""
+    if v.step is None:
+        return v, None
     backend = opts["backend"]
     detected = detect_backend(facts, children)
     if backend == L.AUTO or (backend == "megatron" and detected == "megatron_torch_dist"):
@@ -362,8 +390,7 @@ def judge_structure(facts, opts, now):
             % facts.files,
             hint="pass backend and runner to list what is missing",
         )
-        _quiet(v, opts, now)
-        return v
+        return v, None
     megatron = backend.startswith("megatron")
     v.backend = "fsdp2" if backend == "fsdp" and opts["backend"] == "fsdp2" else backend
     v.evidence = runner_evidence(facts, children, megatron)
@@ -375,7 +402,7 @@ def judge_structure(facts, opts, now):
             "the files point to several runners (%s)" % ", ".join(sorted(v.evidence)),
             hint="pass runner",
         )
-        return v
+        return v, None
     else:
         v.runner = L.FAMILY_LABEL[v.evidence.pop() if v.evidence else "actor"]
         v.evidence = {L.FAMILY[v.runner]} if L.FAMILY[v.runner] != "actor" else set()
@@ -386,15 +413,20 @@ def judge_structure(facts, opts, now):
         L.check_combination(v.runner, backend)
     except L.LayoutError as exc:
         v.problem("unsupported-layout", str(exc))
-        return v
+        return v, None
     v.features = step_features(facts, children, backend)
     if not megatron or "torch_dist" in v.features:
         for parent, names in children.items():
             if ".metadata" in names:
-                v.distcp_names[parent] = frozenset(n for n in names if n.endswith(".distcp"))
+                base = parent + "/" if parent else ""
+                v.distcp_names[parent] = {n: facts.sizes.get(base + n) for n in names if n.endswith(".distcp")}
     v.critic = bool(opts["critic"]) if opts["critic"] is not None else ("critic" in v.features and megatron)
     v.critic = v.critic and v.family == "reasoning" and megatron
+    return v, backend
 
+
+def _judge_layout(v, facts, children, backend, megatron, opts, now):
+    """The layout rules of an identified step: required entries, stale shards, leftovers, marker order."""
     groups = []
     if megatron:
         if "torch_dist" not in v.features:
@@ -510,6 +542,13 @@ TRAILING = {
 
 def apply_root_consistency(verdicts, opts):
     """Cross-step rules: the runner family and trailing optional parts seen in sibling steps."""
+    evidence = root_evidence(verdicts, opts)
+    for v in verdicts:
+        apply_root_rules(v, evidence, opts)
+
+
+def root_evidence(verdicts, opts):
+    """(root family or None, {(feature, backend): owning step}) from identified steps (walked or probed)."""
     judged = [v for v in verdicts if v.family]
     families = set()
     for v in judged:
@@ -519,35 +558,42 @@ def apply_root_consistency(verdicts, opts):
     for v in judged:
         for feature in v.features:
             owners.setdefault((feature, v.backend), v.name)
-    for v in judged:
-        if root_family == "reasoning" and v.family == "actor":
-            v.runner, v.family = "reasoning", "reasoning"
-            v.missing.append("data/data.pt")
+    return root_family, owners
+
+
+def apply_root_rules(v, evidence, opts):
+    """What sibling steps reveal about ``v``: a reasoning root, or a trailing part ``v`` lacks."""
+    root_family, owners = evidence
+    if not v.family:
+        return
+    if root_family == "reasoning" and v.family == "actor":
+        v.runner, v.family = "reasoning", "reasoning"
+        v.missing.append("data/data.pt")
+        v.problem(
+            "missing-trailing-part",
+            "other steps of this root are reasoning/agent checkpoints with data/data.pt (written last); this one "
+            "has none, so its save was cut off",
+            path="data/data.pt",
+        )
+    for feature, rels in sorted(TRAILING.items()):
+        if feature == "critic" and (opts["critic"] is not None or v.family != "reasoning"):
+            continue
+        if feature == "critic" and not (v.backend or "").startswith("megatron"):
+            continue
+        if feature in v.features:
+            continue
+        owner = owners.get((feature, v.backend))
+        if owner:
+            v.missing.extend(rels)
+            v.features.add(feature)
+            if feature == "critic":
+                v.critic = True
             v.problem(
                 "missing-trailing-part",
-                "other steps of this root are reasoning/agent checkpoints with data/data.pt (written last); this one "
-                "has none, so its save was cut off",
-                path="data/data.pt",
+                "%s exist(s) in %s but not here: the save of this step was cut off before its last part"
+                % (", ".join(rels), owner),
+                path=rels[-1],
             )
-        for feature, rels in sorted(TRAILING.items()):
-            if feature == "critic" and (opts["critic"] is not None or v.family != "reasoning"):
-                continue
-            if feature == "critic" and not (v.backend or "").startswith("megatron"):
-                continue
-            if feature in v.features:
-                continue
-            owner = owners.get((feature, v.backend))
-            if owner:
-                v.missing.extend(rels)
-                v.features.add(feature)
-                if feature == "critic":
-                    v.critic = True
-                v.problem(
-                    "missing-trailing-part",
-                    "%s exist(s) in %s but not here: the save of this step was cut off before its last part"
-                    % (", ".join(rels), owner),
-                    path=rels[-1],
-                )
 
 
 # ---------------------------------------------------------------- payloads
@@ -599,11 +645,8 @@ def verify_payloads(v, source, opts):
             elif kind == L.JSON:
                 json.loads(source.read_all(v.name, rel, JSON_LIMIT).decode("utf-8"))
             elif kind == L.DCP_METADATA:
-                data = source.read_all(v.name, rel, JSON_LIMIT)
-                if rel == "actor/dcp_checkpoint/.metadata":
-                    _check_dcp_refs(v, data, rel, opts)
-                else:
-                    _check_named_shards(v, data, rel)
+                data = source.read_all(v.name, rel, METADATA_LIMIT + 1)
+                _check_dcp(v, data, rel, opts)
         except ValueError as exc:
             v.problem("invalid-json", "%s does not parse as JSON (%s)" % (rel, str(exc)[:80]), path=rel)
         except (OSError, L.GateError) as exc:
@@ -611,60 +654,105 @@ def verify_payloads(v, source, opts):
     v.verified = True
 
 
-def _check_named_shards(v, data, rel):
-    """Shard files a DCP ``.metadata`` names must all exist next to it."""
+def _dcp_needs(v, data, rel):
+    """{shard file name: minimum size} promised by a DCP ``.metadata``; None when only presence rules apply."""
+    if len(data) > METADATA_LIMIT:
+        v.problem(
+            "dcp-metadata-unverified",
+            "%s is larger than %d MiB: its shard list was not read, only the presence rules were applied"
+            % (rel, METADATA_LIMIT >> 20),
+            severity=WARNING,
+            path=rel,
+        )
+        return None
+    try:
+        return D.parse(data).needs
+    except D.InvalidMetadata as exc:
+        v.problem(
+            "invalid-dcp-metadata",
+            "%s is not a whole DCP commit marker: %s" % (rel, exc),
+            path=rel,
+            hint="the save was cut off while writing its commit marker; do not resume from this step",
+        )
+        return None
+    except D.UnknownFormat as exc:
+        # older torch or another writer: keep the file-name rules, plus any shard names the bytes mention
+        v.problem(
+            "dcp-metadata-unverified",
+            "%s is not a torch DCP Metadata this gate can read (%s): only the presence rules were applied" % (rel, exc),
+            severity=WARNING,
+            path=rel,
+        )
+        names = {m.group(0).decode() for m in DISTCP_REF.finditer(data)}
+        return dict.fromkeys(names, 0) or None
+
+
+def _check_dcp(v, data, rel, opts):
+    """Every shard a ``.metadata`` references exists and is long enough; unreferenced shards are stale."""
+    needs = _dcp_needs(v, data, rel)
+    if needs is None:
+        return
     parent = rel.rpartition("/")[0]
-    names = {m.group(0).decode() for m in DISTCP_REF.finditer(data)}
-    present = v.distcp_names.get(parent, frozenset())
-    for name in sorted(names - present):
+    present = v.distcp_names.get(parent, {})
+    if rel == ACTOR_DCP_METADATA:
+        _actor_world_size_from_metadata(v, needs, rel, opts, present)
+    else:
+        stale = sorted(set(present) - set(needs))
+        if stale:
+            v.problem(
+                "stale-shards",
+                "%s holds %d shard file(s) that its .metadata does not reference (%s): left over from another run, "
+                "not counted" % (parent, len(stale), ", ".join(stale[:4])),
+                severity=WARNING,
+                path=parent,
+            )
+    for name in sorted(set(needs) - set(present)):
         if "%s/%s" % (parent, name) not in v.missing:
             v.missing.append("%s/%s" % (parent, name))
-    stale = sorted(present - names) if names else []
+    for name in sorted(needs):
+        size = present.get(name)
+        if size is not None and size < needs[name]:
+            v.problem(
+                "truncated-shard",
+                "%s/%s is %d bytes but %s references bytes up to %d: %d bytes are missing (the shard was cut off)"
+                % (parent, name, size, rel, needs[name], needs[name] - size),
+                path="%s/%s" % (parent, name),
+                hint="this step is not complete; do not resume from it",
+                missing_bytes=needs[name] - size,
+            )
+
+
+def _actor_world_size_from_metadata(v, needs, rel, opts, present):
+    """The actor's ``.metadata`` names its shard files: the authoritative world size and shard list."""
+    refs = set()
+    for name in needs:
+        m = L.DISTCP.match(name)
+        if m:
+            refs.add(int(m.group(1)))
+    size = L.contiguous_size(refs)
+    if size is None or size == v.world_size:
+        return
+    if opts["actor_world_size"] is not None:
+        v.problem(
+            "world-size-mismatch",
+            "%s was written by %d ranks, not actor_world_size=%d: it belongs to another run"
+            % (rel, size, opts["actor_world_size"]),
+            path=rel,
+        )
+        return
+    # the world size was inferred from file names that included stale shards: the marker knows better
+    v.problems = [p for p in v.problems if not (p["id"] == "stale-shards" and p["path"] == "actor/dcp_checkpoint")]
+    v.missing = [m for m in v.missing if not m.startswith("actor/dcp_checkpoint/__")]
+    v.world_size = size
+    stale = sorted(n for n in present if n not in needs)
     if stale:
         v.problem(
             "stale-shards",
-            "%s holds %d shard file(s) that its .metadata does not reference (%s): left over from another run, "
-            "not counted" % (parent, len(stale), ", ".join(stale[:4])),
+            "actor/dcp_checkpoint holds %d shard file(s) that .metadata does not reference (%s): left over from a "
+            "larger earlier run, not counted" % (len(stale), ", ".join(stale[:4])),
             severity=WARNING,
-            path=parent,
+            path="actor/dcp_checkpoint",
         )
-
-
-def _check_dcp_refs(v, data, rel, opts):
-    """The DCP ``.metadata`` pickle names its shard files: the authoritative shard list."""
-    refs = {int(m.group(1)) for m in DISTCP_REF.finditer(data)}
-    if not refs:
-        return  # a metadata without file names (other writers): the file-name rules stand
-    present = set(v.distcp_ranks)
-    size = L.contiguous_size(refs)
-    if size is not None and size != v.world_size:
-        if opts["actor_world_size"] is not None:
-            v.problem(
-                "world-size-mismatch",
-                "%s was written by %d ranks, not actor_world_size=%d: it belongs to another run"
-                % (rel, size, opts["actor_world_size"]),
-                path=rel,
-            )
-        else:
-            # the world size was inferred from file names that included stale shards: the marker knows better
-            v.problems = [
-                p for p in v.problems if not (p["id"] == "stale-shards" and p["path"] == "actor/dcp_checkpoint")
-            ]
-            v.missing = [m for m in v.missing if not m.startswith("actor/dcp_checkpoint/__")]
-            v.world_size = size
-            stale = sorted(present - refs)
-            if stale:
-                v.problem(
-                    "stale-shards",
-                    "actor/dcp_checkpoint holds shard(s) for rank(s) %s that .metadata does not reference: left over "
-                    "from a larger earlier run, not counted" % _rank_text(stale),
-                    severity=WARNING,
-                    path="actor/dcp_checkpoint",
-                )
-    for r in sorted(refs - present):
-        name = "actor/dcp_checkpoint/__%d_0.distcp" % r
-        if name not in v.missing:
-            v.missing.append(name)
 
 
 # ---------------------------------------------------------------- selection and result
@@ -708,8 +796,49 @@ def _confirm(v, source, opts):
 
 
 def run_gate(source, options):
-    """Judge every step of ``source``; return the module result (without ``changed``/``msg``)."""
+    """Judge the steps of ``source``; return the module result (without ``changed``/``msg``).
+
+    By default newest first: list the step names once, walk the newest step, then older ones only
+    until one is complete (a named step: only that one); siblings are looked at shallowly for the
+    cross-step rules. ``full_report`` walks and reports every step.
+    """
     opts = normalize_options(options)
+    # The walk and the .metadata pickle create ~10^5 small containers and no cycles: the cyclic GC
+    # would only rescan them again and again (it doubles the cost of unpickling a large .metadata).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if opts["full_report"]:
+            return _run_full(source, opts)
+        return _run_newest_first(source, opts)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _no_steps(source):
+    return L.GateError(
+        "no global_step_* directory under %s: nothing has been saved there (check runner.logger.log_path / "
+        "runner.output_dir and the experiment name)%s"
+        % (source.describe(), "; found: " + ", ".join(sorted(source.others)[:10]) if source.others else "")
+    )
+
+
+def _only_odd_names(source, names):
+    return L.GateError(
+        "no global_step_N directory under %s, only names RLinf cannot resume from: %s"
+        % (source.describe(), ", ".join(sorted(names)))
+    )
+
+
+def _step_not_found(source, opts, steps):
+    return L.GateError(
+        "step %s not found under %s; steps present: %s"
+        % (opts["step"], source.describe(), ", ".join(str(s) for s in reversed(steps[:20])))
+    )
+
+
+def _run_full(source, opts):
     now = None
     verdicts = []
     for facts in source.scan():
@@ -717,41 +846,84 @@ def run_gate(source, options):
             now = source.now()
         verdicts.append(judge_structure(facts, opts, now))
     if not verdicts:
-        raise L.GateError(
-            "no global_step_* directory under %s: nothing has been saved there (check runner.logger.log_path / "
-            "runner.output_dir and the experiment name)%s"
-            % (source.describe(), "; found: " + ", ".join(sorted(source.others)[:10]) if source.others else "")
-        )
+        raise _no_steps(source)
     apply_root_consistency(verdicts, opts)
     numbered = sorted((v for v in verdicts if v.step is not None), key=lambda v: v.step, reverse=True)
     if not numbered:
-        raise L.GateError(
-            "no global_step_N directory under %s, only names RLinf cannot resume from: %s"
-            % (source.describe(), ", ".join(sorted(v.name for v in verdicts)))
-        )
+        raise _only_odd_names(source, [v.name for v in verdicts])
     latest_complete = next((v for v in numbered if _confirm(v, source, opts)), None)
-    notes = []
     if opts["step"] == "latest":
         chosen = latest_complete or numbered[0]
-        newest = numbered[0]
-        if latest_complete is not None and latest_complete is not newest:
-            notes.append(
-                finding(
-                    "newest-step-incomplete",
-                    "the newest step %s is incomplete (%s); using the newest complete step %s"
-                    % (newest.name, "; ".join(newest.reasons()[:3]), latest_complete.name),
-                    severity=WARNING,
-                    path=newest.name,
-                )
-            )
     else:
         chosen = next((v for v in numbered if v.step == opts["step"]), None)
         if chosen is None:
-            raise L.GateError(
-                "step %s not found under %s; steps present: %s"
-                % (opts["step"], source.describe(), ", ".join(str(v.step) for v in reversed(numbered[-20:])))
-            )
+            raise _step_not_found(source, opts, [v.step for v in numbered])
         _confirm(chosen, source, opts)
+    return _result(source, opts, chosen, latest_complete, numbered[0], verdicts, len(verdicts))
+
+
+def _run_newest_first(source, opts):
+    names = source.step_names()
+    if not names:
+        raise _no_steps(source)
+    numbered = sorted(((L.step_number(n), n) for n in names if L.step_number(n) is not None), reverse=True)
+    if not numbered:
+        raise _only_odd_names(source, names)
+    walked = {}
+    evidence = []
+    now = []
+
+    def judge(name):
+        facts = source.walk(name)
+        if not now:
+            now.append(source.now())
+        v = walked[name] = judge_structure(facts, opts, now[0])
+        if not evidence:  # siblings are identified from a shallow look, once
+            others = [identify(source.probe(n), opts) for _s, n in numbered if n != name]
+            evidence.append(root_evidence([v, *others], opts))
+        apply_root_rules(v, evidence[0], opts)
+        return v
+
+    newest_step, newest_name = numbered[0]
+    latest_complete = None
+    if opts["step"] == "latest":
+        for _s, name in numbered:
+            v = judge(name)
+            if _confirm(v, source, opts):
+                latest_complete = v
+                break
+        chosen = latest_complete or walked[newest_name]
+    else:
+        name = next((n for s, n in numbered if s == opts["step"]), None)
+        if name is None:
+            raise _step_not_found(source, opts, [s for s, _n in numbered])
+        chosen = judge(name)
+        if _confirm(chosen, source, opts) and chosen.step == newest_step:
+            latest_complete = chosen  # older complete steps are not looked for: only the named one is walked
+    odd = []
+    for n in names:
+        if L.step_number(n) is None:
+            v = StepVerdict(StepFacts(n))
+            v.files = v.bytes = None  # not walked
+            odd.append(v)
+    newest = walked.get(newest_name)
+    if newest is None:  # a named older step: the newest was not walked
+        newest = StepVerdict(StepFacts(newest_name))
+    return _result(source, opts, chosen, latest_complete, newest, list(walked.values()) + odd, len(names))
+
+
+def _result(source, opts, chosen, latest_complete, newest, verdicts, found):
+    notes = []
+    if opts["step"] == "latest" and latest_complete is not None and latest_complete is not newest:
+        notes.append(
+            finding(
+                "newest-step-incomplete",
+                "the newest step %s is incomplete (%s); using the newest complete step %s"
+                % (newest.name, "; ".join(newest.reasons()[:3]), latest_complete.name),
+                severity=WARNING,
+                path=newest.name,
+            )
+        )
     for v in verdicts:
         if v.step is None:
             notes.append(
@@ -778,8 +950,9 @@ def run_gate(source, options):
         "bytes": chosen.bytes,
         "newest_mtime": chosen.newest,
         "latest_complete_step": latest_complete.step if latest_complete else None,
-        "newest_step": numbered[0].step,
+        "newest_step": newest.step,
         "steps": steps,
+        "steps_found": found,
     }
 
 
@@ -828,7 +1001,12 @@ def incomplete_message(result):
     parts.extend(p["message"] for p in errors[:4])
     rule = (" The rule is: %s." % result["rule"]) if result.get("rule") else ""
     ids = {p["id"] for p in errors}
-    if "write-too-recent" in ids:
+    if ids & {"integrity-mismatch", "integrity-manifest-unreadable"}:
+        todo = (
+            "The checkpoint no longer matches the integrity manifest written at guarded stop (or that manifest "
+            "cannot be read): do not resume from it."
+        )
+    elif "write-too-recent" in ids:
         todo = (
             "A save may still be running: do not stop the Job now; wait until nothing has been written for "
             "quiet_seconds and run the gate again."

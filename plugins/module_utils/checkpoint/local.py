@@ -16,7 +16,13 @@ import os
 import stat
 import time
 
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import REPLAY_KEPT, StepFacts, keeps_all
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import (
+    ITER_MARKERS,
+    REPLAY_KEPT,
+    StepFacts,
+    keeps_all,
+    shallow_facts,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -81,6 +87,65 @@ class LocalSource:
         for name in self.step_names():
             yield walk_step(self.location(name), name)
 
+    def walk(self, name):
+        return walk_step(self.location(name), name)
+
+    def probe(self, name):
+        return shallow_facts(self, name)
+
+    def list_dir(self, name, rel):
+        """(file names, directory names) of one directory of a step; nothing when it cannot be read."""
+        files, dirs = [], []
+        try:
+            with os.scandir(os.path.join(self.root, name, rel) if rel else self.location(name)) as it:
+                for entry in it:
+                    try:
+                        (dirs if entry.is_dir(follow_symlinks=False) else files).append(entry.name)
+                    except OSError:
+                        continue
+        except OSError:
+            pass  # the walk of a chosen step reports unreadable parts; a probe only looks for evidence
+        return files, dirs
+
+    def list_files(self, name):
+        """[(relative path, size)] of every regular file of a step (for the integrity manifest)."""
+        out = []
+        stack = [""]
+        base = self.location(name)
+        while stack:
+            rel = stack.pop()
+            with os.scandir(os.path.join(base, rel) if rel else base) as it:
+                for entry in it:
+                    child = rel + "/" + entry.name if rel else entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(child)
+                    elif entry.is_file(follow_symlinks=False):
+                        out.append((child, entry.stat(follow_symlinks=False).st_size))
+        return out
+
+    def open_file(self, name, rel):
+        return open(os.path.join(self.root, name, rel), "rb", buffering=0)
+
+    def iter_dir_names(self, name, rel):
+        """The format-deciding names of a Megatron iter directory: markers by stat, then the first shard/mp_rank."""
+        path = os.path.join(self.root, name, rel)
+        files = next(([m] for m in ITER_MARKERS if os.path.lexists(os.path.join(path, m))), [])  # one decides
+        dirs = []
+        if files:
+            return files, dirs
+        try:
+            with os.scandir(path) as it:
+                for entry in it:
+                    if entry.name.startswith("mp_rank_"):
+                        dirs.append(entry.name)
+                        break
+                    if entry.name.endswith(".distcp"):
+                        files.append(entry.name)
+                        break
+        except OSError:
+            pass
+        return files, dirs
+
     def now(self):
         return time.time()
 
@@ -105,6 +170,7 @@ def walk_step(step_path, name):
     total = 0
     newest = -1.0
     entries = facts.entries
+    sizes = facts.sizes
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -141,6 +207,8 @@ def walk_step(step_path, name):
                     # keep every name except a replay buffer's trajectories: the rules name what they need
                     if keep_all or ename.endswith(REPLAY_KEPT):
                         entries[prefix + ename] = mtime
+                        if ename.endswith(".distcp"):
+                            sizes[prefix + ename] = st.st_size
                         if add_name is not None:
                             add_name(ename)
         except OSError as exc:

@@ -12,11 +12,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import random
 import time
-from email.utils import parsedate_to_datetime
+from contextlib import closing
 
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import StepFacts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import StepFacts, shallow_facts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
 
 RETRY_CODES = frozenset(
@@ -51,6 +50,7 @@ AUTH_CODES = frozenset(
 )
 MISSING_BUCKET_CODES = frozenset(("NoSuchBucket",))
 PAGE_SIZE = 1000
+ITER_PROBE_KEYS = 8
 
 
 def import_boto3():
@@ -72,11 +72,15 @@ def normalize_prefix(prefix):
 class Retrying:
     """Call with full-jitter exponential backoff on throttling, 5xx and dropped connections."""
 
-    def __init__(self, attempts=6, base=0.2, cap=5.0, sleep=time.sleep, rand=random.random):
+    def __init__(self, attempts=6, base=0.2, cap=5.0, sleep=time.sleep, rand=None):
         self.attempts = attempts
         self.base = base
         self.cap = cap
         self.sleep = sleep
+        if rand is None:
+            import random  # only when an S3 source is used: the module on a node never needs it
+
+            rand = random.random
         self.rand = rand
 
     def __call__(self, fn, retryable, **kwargs):
@@ -214,22 +218,61 @@ class S3Source:
 
     # ------------------------------------------------------------ listing
 
-    def pages(self, prefix):
+    def pages(self, prefix, delimiter=None, max_keys=PAGE_SIZE, first_only=False):
         """Every ListObjectsV2 page under ``prefix``, following continuation tokens to the end."""
-        kwargs = {"Bucket": self.bucket, "Prefix": prefix, "MaxKeys": PAGE_SIZE}
+        kwargs = {"Bucket": self.bucket, "Prefix": prefix, "MaxKeys": max_keys}
+        if delimiter:
+            kwargs["Delimiter"] = delimiter
         while True:
             page = self._call("list", self.client.list_objects_v2, **kwargs)
             if self._now is None:
                 self._now = _server_time(page)
             yield page
             token = page.get("NextContinuationToken")
-            if not page.get("IsTruncated") or not token:
+            if first_only or not page.get("IsTruncated") or not token:
                 return
             kwargs["ContinuationToken"] = token
 
-    def scan(self):
+    def step_names(self):
+        """The ``global_step_*`` prefixes under the root: one delimiter listing (a page per 1000 steps)."""
+        if self.single_step:
+            return [self.single_step]
+        names = []
+        root_len = len(self.root)
+        for page in self.pages(self.root, delimiter="/"):
+            for common in page.get("CommonPrefixes") or ():
+                name = common["Prefix"][root_len:].rstrip("/")
+                (names if STEP_LIKE.match(name) else self.others).append(name)
+            for obj in page.get("Contents") or ():
+                self.others.append(obj["Key"][root_len:])
+        return names
+
+    def walk(self, name):
+        for facts in self.scan(self.root + name + "/"):
+            return facts
+        return StepFacts(name)
+
+    def probe(self, name):
+        return shallow_facts(self, name)
+
+    def _listing(self, prefix, max_keys=PAGE_SIZE, first_only=False):
+        files, dirs = [], []
+        for page in self.pages(prefix, delimiter="/", max_keys=max_keys, first_only=first_only):
+            dirs.extend(c["Prefix"][len(prefix) :].rstrip("/") for c in page.get("CommonPrefixes") or ())
+            files.extend(o["Key"][len(prefix) :] for o in page.get("Contents") or () if o["Key"] != prefix)
+        return files, dirs
+
+    def list_dir(self, name, rel):
+        return self._listing("%s%s/%s" % (self.root, name, rel + "/" if rel else ""))
+
+    def iter_dir_names(self, name, rel):
+        # keys come sorted: ".metadata", "__*.distcp", "common.pt", "metadata.json", "mp_rank_*/" - a few decide
+        return self._listing("%s%s/%s/" % (self.root, name, rel), max_keys=ITER_PROBE_KEYS, first_only=True)
+
+    def scan(self, base=None):
         """Yield one :class:`StepFacts` per ``global_step_*`` prefix, aggregated while pages stream in."""
-        base = self.root + (self.single_step + "/" if self.single_step else "")
+        if base is None:
+            base = self.root + (self.single_step + "/" if self.single_step else "")
         root_len = len(self.root)
         current = None
         seen_others = set()
@@ -279,6 +322,18 @@ class S3Source:
         total = str(resp.get("ContentRange") or "").rpartition("/")[2]
         return body, int(total) if total.isdigit() else len(body)
 
+    def list_files(self, name):
+        """[(relative path, size)] of every object of a step (for the integrity manifest)."""
+        prefix = "%s%s/" % (self.root, name)
+        out = []
+        for page in self.pages(prefix):
+            out.extend((o["Key"][len(prefix) :], o["Size"]) for o in page.get("Contents") or () if o["Key"][-1] != "/")
+        return out
+
+    def open_file(self, name, rel):
+        resp = self._call("GET", self.client.get_object, Bucket=self.bucket, Key=self._key(name, rel))
+        return closing(resp["Body"])
+
     def read_all(self, step_name, rel, limit):
         resp = self._call("GET", self.client.get_object, Bucket=self.bucket, Key=self._key(step_name, rel))
         return resp["Body"].read(limit)
@@ -289,6 +344,8 @@ def _server_time(page):
     headers = (page.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
     date = headers.get("date")
     if date:
+        from email.utils import parsedate_to_datetime
+
         try:
             return parsedate_to_datetime(date).timestamp()
         except (TypeError, ValueError):

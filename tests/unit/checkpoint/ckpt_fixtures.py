@@ -16,6 +16,8 @@ import pickle
 import time
 import zipfile
 
+import dcp_format as DF
+
 TRACKER = "latest_checkpointed_iteration.txt"
 
 
@@ -29,8 +31,11 @@ def zip_payload(tag="payload"):
 
 
 def dcp_metadata(shard_names):
-    """A pickle that names its shard files, as torch DCP's .metadata does."""
-    return pickle.dumps({"storage_data": {i: {"relative_path": n} for i, n in enumerate(shard_names)}})
+    """torch DCP's .metadata: three 16-byte items per shard, so a whole shard is SHARD_BYTES long."""
+    return DF.metadata_bytes(DF.shard_items(shard_names, items_per_shard=3, item_len=16))
+
+
+SHARD_BYTES = 48
 
 
 class Row:
@@ -203,6 +208,7 @@ CASES = (
     "stale-marker",
     "tracker-mismatch",
     "truncated",
+    "shard-truncated",  # a DCP shard shorter than what its .metadata references
     "too-recent",
 )
 COMPLETE_CASES = ("complete", "stale-shards")
@@ -214,7 +220,7 @@ def render(content, step):
     if content == "json":
         return b'{"ok": true, "entries": [1, 2, 3]}'
     if content == "bin":
-        return b"\x00" * 48
+        return b"\x00" * SHARD_BYTES
     kind, arg = content
     if kind == "tracker":
         return str(arg).encode()
@@ -245,6 +251,10 @@ def tree(row, step, case, drop=None):
         files = [f for f in files if f[0] not in markers]
     elif case == "tracker-mismatch":
         files = [(rel, str(step - 10).encode() if rel.endswith(TRACKER) else data) for rel, data in files]
+    elif case == "shard-truncated":
+        shards = [rel for rel, _c in row.files(step) if rel.endswith(".distcp")]
+        target = shards[-1]
+        files = [(rel, data[:-5] if rel == target else data) for rel, data in files]
     elif case == "truncated":
         zips = [rel for rel, c in row.files(step) if c == "zip" and "/traj_" not in rel]
         target = zips[-1]
@@ -281,6 +291,8 @@ def applicable(row, case):
     """Cases that make sense for a row (only Megatron has a tracker)."""
     if case == "tracker-mismatch":
         return row.megatron
+    if case == "shard-truncated":
+        return any(rel.endswith(".distcp") for rel, _c in row.files(40))
     if case == "truncated":  # DCP shards are raw and .metadata is renamed into place: only zips truncate
         return any(c == "zip" for _rel, c in row.files(40))
     return True
@@ -293,6 +305,7 @@ CASE_PROBLEM = {
     "stale-marker": "stale-marker",
     "tracker-mismatch": "tracker-mismatch",
     "truncated": "truncated-payload",
+    "shard-truncated": "truncated-shard",
     "too-recent": "write-too-recent",
 }
 
@@ -316,3 +329,29 @@ def check_case(result, row, step, case, drop):
     summary = {s["step"]: s for s in result["steps"]}
     assert summary[step]["verdict"] == ("complete" if result["complete"] else "incomplete")
     assert result["files"] == len(tree(row, step, case, drop))
+
+
+VERDICT_KEYS = ("complete", "step", "checkpoint", "runner", "backend", "world_size", "rule", "missing", "files")
+
+
+def _timeless(problems):
+    """Findings without the clock-dependent part ("written 3 s ago" differs between two runs)."""
+    return [dict(p, message="") if p["id"] in ("write-too-recent", "newest-step-incomplete") else p for p in problems]
+
+
+def check_same_verdict(lazy, full, named=False):
+    """Newest-first must decide exactly as the full report (only the per-step list is shorter).
+
+    For a named step only that step is walked: the newest complete step is known only when it is the one.
+    """
+    for key in VERDICT_KEYS:
+        assert lazy[key] == full[key], (key, lazy[key], full[key])
+    assert _timeless(lazy["problems"]) == _timeless(full["problems"])
+    assert lazy["newest_step"] == full["newest_step"]
+    if not named or lazy["latest_complete_step"] is not None:
+        assert lazy["latest_complete_step"] == full["latest_complete_step"]
+    lazy_steps = {s["name"]: s for s in lazy["steps"]}
+    for s in full["steps"]:
+        if s["name"] in lazy_steps and s["step"] is not None:
+            assert dict(lazy_steps[s["name"]], reasons=None) == dict(s, reasons=None)
+            assert len(lazy_steps[s["name"]]["reasons"]) == len(s["reasons"])

@@ -39,7 +39,10 @@ def seed(root, *steps):
 
 def test_latest_skips_a_partial_newest_step_and_says_so(tmp_path):
     seed(tmp_path, (10, "complete"), (20, "complete"), (30, "marker-missing"))
-    r = gate(tmp_path)
+    lazy = gate(tmp_path)
+    assert [s["name"] for s in lazy["steps"]] == ["global_step_20", "global_step_30"] and lazy["steps_found"] == 3
+    r = gate(tmp_path, full_report=True)
+    F.check_same_verdict(lazy, r)
     assert r["complete"] and r["step"] == 20 and r["latest_complete_step"] == 20 and r["newest_step"] == 30
     note = [p for p in r["problems"] if p["id"] == "newest-step-incomplete"]
     assert note and "global_step_30" in note[0]["message"] and note[0]["severity"] == "warning"
@@ -89,8 +92,11 @@ def test_only_odd_names_is_a_clear_error(tmp_path):
 def test_explicit_step_and_single_step_path(tmp_path):
     seed(tmp_path, (10, "complete"), (20, "marker-missing"))
     assert gate(tmp_path, step="10")["complete"]
-    r = gate(tmp_path, step=20)
+    r = gate(tmp_path, step=20, full_report=True)
     assert not r["complete"] and r["latest_complete_step"] == 10
+    lazy = gate(tmp_path, step=20)  # only step 20 is walked: the newest complete one is not looked for
+    assert not lazy["complete"] and lazy["latest_complete_step"] is None and lazy["newest_step"] == 20
+    assert [s["name"] for s in lazy["steps"]] == ["global_step_20"]
     single = gate(tmp_path / "global_step_10")
     assert single["complete"] and [s["name"] for s in single["steps"]] == ["global_step_10"]
     with pytest.raises(GateError, match="step 99 not found"):
@@ -302,3 +308,26 @@ def test_parallel_sizes_on_a_detected_fsdp_step_are_a_warning(tmp_path):
     r = run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120, "tensor_parallel": 2})
     assert r["complete"] and r["backend"] == "fsdp"
     assert [p["severity"] for p in r["problems"] if p["id"] == "parallel-sizes-ignored"] == ["warning"]
+
+
+def test_newest_first_walks_only_the_newest_complete_step(tmp_path):
+    seed(tmp_path, *[(s, "complete") for s in range(10, 110, 10)])
+    src = LocalSource(str(tmp_path))
+    walked, probed = [], []
+    real_walk, real_probe = src.walk, src.probe
+    src.walk = lambda n: walked.append(n) or real_walk(n)
+    src.probe = lambda n: probed.append(n) or real_probe(n)
+    r = run_gate(src, dict(ROW.gate_params(), quiet_seconds=120))
+    assert r["complete"] and r["step"] == 100 and walked == ["global_step_100"] and len(probed) == 9
+
+
+def test_newest_first_sees_a_trailing_part_only_older_siblings_have(tmp_path):
+    """Step 30 lacks data/data.pt that steps 10 and 20 have: cut off, though alone it looks embodied."""
+    row = next(r for r in F.ROWS if r.id == "fsdp-reasoning")
+    for step in (10, 20):
+        F.write_local(str(tmp_path), "global_step_%d" % step, F.tree(row, step, "complete"), age=500)
+    cut = [f for f in F.tree(row, 30, "complete") if f[0] != "data/data.pt"]
+    F.write_local(str(tmp_path), "global_step_30", cut)
+    r = run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120})
+    assert r["step"] == 20 and r["newest_step"] == 30 and r["complete"]
+    assert "missing-trailing-part" in r["steps"][-1]["reasons"][-1]

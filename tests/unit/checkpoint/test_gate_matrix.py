@@ -43,8 +43,11 @@ def test_matrix_on_disk(tmp_path, row, case, drop):
     # an older complete sibling: optional parts written last (data_state.json) are known from it
     F.write_local(str(tmp_path), "global_step_%d" % (STEP - 20), F.tree(row, STEP - 20, "complete"), age=86400)
     F.write_local(str(tmp_path), "global_step_%d" % STEP, F.tree(row, STEP, case, drop))
-    result = gate(tmp_path, row)
+    result = gate(tmp_path, row, full_report=True)
     F.check_case(result, row, STEP, case, drop)
+    F.check_same_verdict(gate(tmp_path, row), result, named=True)
+    latest = dict(step="latest")
+    F.check_same_verdict(gate(tmp_path, row, **latest), gate(tmp_path, row, full_report=True, **latest))
     assert result["checkpoint"] == os.path.join(str(tmp_path), "global_step_%d" % STEP)
     if case == "too-recent":
         assert {p["id"] for p in result["problems"]} == {"write-too-recent"}

@@ -38,16 +38,29 @@ class FakeS3:
         self.failures = list(failures)
         self.list_calls = 0
 
-    def list_objects_v2(self, Bucket, Prefix, MaxKeys, ContinuationToken=None):
+    def list_objects_v2(self, Bucket, Prefix, MaxKeys, ContinuationToken=None, Delimiter=None):
         self.list_calls += 1
         if self.failures:
             raise self.failures.pop(0)
-        keys = sorted(k for k in self.objects if k.startswith(Prefix))
+        rows = []  # (sort key, is common prefix)
+        seen = set()
+        for k in sorted(k for k in self.objects if k.startswith(Prefix)):
+            rest = k[len(Prefix) :]
+            if Delimiter and Delimiter in rest:
+                common = Prefix + rest.split(Delimiter, 1)[0] + Delimiter
+                if common not in seen:
+                    seen.add(common)
+                    rows.append((common, True))
+            else:
+                rows.append((k, False))
         start = int(ContinuationToken[3:]) if ContinuationToken else 0
-        chunk = keys[start : start + min(self.page, MaxKeys)]
+        chunk = rows[start : start + min(self.page, MaxKeys)]
         out = {
-            "Contents": [{"Key": k, "Size": len(self.objects[k]), "LastModified": OLD} for k in chunk],
-            "IsTruncated": start + len(chunk) < len(keys),
+            "Contents": [
+                {"Key": k, "Size": len(self.objects[k]), "LastModified": OLD} for k, common in chunk if not common
+            ],
+            "CommonPrefixes": [{"Prefix": k} for k, common in chunk if common],
+            "IsTruncated": start + len(chunk) < len(rows),
             "ResponseMetadata": {"HTTPHeaders": {"date": "Thu, 01 Jan 2026 02:00:00 GMT"}},
         }
         if out["IsTruncated"]:
@@ -85,7 +98,7 @@ def test_streams_every_page_and_aggregates_per_step():
     fake = FakeS3(objs, page=100)
     retry, _slept = no_sleep()
     src = S3Source("b", "run/checkpoints", client=fake, retrying=retry)
-    r = run_gate(src, {"actor_world_size": 250, "full_weights": False, "quiet_seconds": 60})
+    r = run_gate(src, {"actor_world_size": 250, "full_weights": False, "quiet_seconds": 60, "full_report": True})
     assert fake.list_calls == -(-len(objs) // 100) and fake.list_calls > 7
     assert r["complete"] and r["step"] == 20 and r["files"] == 251
     assert r["checkpoint"] == "s3://b/run/checkpoints/global_step_20/"
@@ -156,3 +169,17 @@ def test_prefix_forms():
     assert src.location("global_step_7") == "s3://b/a/b/checkpoints/global_step_7/"
     src = S3Source("b", "", client=FakeS3({}), retrying=retry)
     assert src.root == "" and src.single_step is None
+
+
+def test_newest_first_lists_only_the_steps_it_needs():
+    """One delimiter listing of the step names, the walks of steps 30 and 20, shallow looks at the rest."""
+    row = F.Row("wide", "embodied", "fsdp", world=250, full_weights=False)
+    steps = [(s, "complete") for s in range(1, 21)] + [(30, "marker-missing")]
+    fake = FakeS3(objects_for(row, "run/checkpoints/", steps), page=100)
+    src = S3Source("b", "run/checkpoints", client=fake, retrying=no_sleep()[0])
+    r = run_gate(src, {"actor_world_size": 250, "full_weights": False, "quiet_seconds": 60})
+    assert r["complete"] and r["step"] == 20 and r["newest_step"] == 30 and r["steps_found"] == 21
+    assert [s["name"] for s in r["steps"]] == ["global_step_20", "global_step_30"]
+    walked = 2 * 3  # 251 and 250 keys in pages of 100
+    probes = 20 * 2  # the top and actor/ of every other step
+    assert fake.list_calls == 1 + walked + probes

@@ -14,6 +14,7 @@ sys.path.insert(
 )
 
 import ckpt_fixtures as F
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import s3 as s3_module
 from ansible_collections.rlark.ops.plugins.modules import rlark_ckpt_gate
 
 ROW = F.ROWS[0]
@@ -104,7 +105,7 @@ def test_s3_options_fall_back_to_aws_env(monkeypatch, capsys):
         seen.update(kw, bucket=bucket)
         raise rlark_ckpt_gate.layouts.GateError("stop here")
 
-    monkeypatch.setattr(rlark_ckpt_gate, "S3Source", fake_source)
+    monkeypatch.setattr(s3_module, "S3Source", fake_source)  # imported by the module only for s3
     r = run({"s3": {"bucket": "checkpoints", "prefix": "a/checkpoints"}}, capsys)
     assert r["failed"] and r["msg"] == "stop here"
     assert seen == {
@@ -142,3 +143,28 @@ def test_ansible_doc_renders_and_matches_the_argspec():
         assert options[name]["type"] == opt["type"]
         assert options[name].get("default") == opt.get("default"), name
     assert set(doc["return"]) >= RESULT_KEYS
+
+
+def test_integrity_write_then_verify_through_the_module(tmp_path, capsys):
+    seed(tmp_path, (10, "complete"))
+    args = {"path": str(tmp_path), "actor_world_size": 2, "quiet_seconds": 120}
+    dry = run(dict(args, integrity="write"), capsys, check_mode=True)
+    assert dry["changed"] is False and dry["integrity"]["status"] == "would-write"
+    assert not (tmp_path / "rlark-integrity").exists()
+    wrote = run(dict(args, integrity="write", hash_workers=2), capsys)
+    assert wrote["changed"] is True and wrote["integrity"]["status"] == "written"
+    assert (tmp_path / "rlark-integrity" / "global_step_10.json").is_file()
+    ok = run(dict(args, integrity="verify"), capsys)
+    assert ok["_rc"] == 0 and ok["complete"] and ok["integrity"]["status"] == "verified"
+    shard = tmp_path / "global_step_10" / "actor" / "dcp_checkpoint" / "__1_0.distcp"
+    stat = os.stat(shard)
+    data = bytearray(shard.read_bytes())
+    data[0] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    os.utime(shard, (stat.st_atime, stat.st_mtime))
+    bad = run(dict(args, integrity="verify", integrity_manifest=wrote["integrity"]["manifest"]), capsys)
+    assert bad["_rc"] == 1 and bad["failed"] and not bad["complete"]
+    assert [p["path"] for p in bad["problems"] if p["id"] == "integrity-mismatch"] == [
+        "actor/dcp_checkpoint/__1_0.distcp"
+    ]
+    assert "do not resume from it" in bad["msg"]
