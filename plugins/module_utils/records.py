@@ -99,6 +99,13 @@ def acting_identity(api_user=None):
     return out
 
 
+def _epoch_seconds_key(key):
+    # ``*mtime`` in epoch seconds reads better as ISO-8601; ``*_ns`` values (a tree proof compares them to the
+    # nanosecond) stay exact integers.
+    key = str(key).lower()
+    return "mtime" in key and not key.endswith("_ns")
+
+
 def without_noise(data):
     """A copy without managedFields and last-applied annotations; epoch ``*mtime`` values as ISO-8601 UTC."""
     if isinstance(data, dict):
@@ -106,7 +113,7 @@ def without_noise(data):
         for key, value in data.items():
             if key in _NOISE_METADATA or key in _NOISE_ANNOTATIONS:
                 continue
-            if "mtime" in str(key).lower() and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if _epoch_seconds_key(key) and isinstance(value, (int, float)) and not isinstance(value, bool):
                 out[key] = iso_utc(value)
             else:
                 out[key] = without_noise(value)

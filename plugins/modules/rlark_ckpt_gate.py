@@ -286,7 +286,8 @@ steps:
       unrecognized names (not walked, C(files) null); with it every directory.
     - Every C(global_step_*) directory found, oldest first, with its verdict (V(complete), V(incomplete),
       V(unverified) when its structure is complete but its payloads were not opened, V(unrecognized) for names
-      such as C(global_step_40_bak)) and the reasons.
+      such as C(global_step_40_bak)), the reasons, and the step's own C(problems) (findings with C(id) and
+      C(severity), e.g. C(write-too-recent) on a step being saved).
   returned: always
   type: list
   elements: dict
@@ -295,6 +296,7 @@ steps:
       step: 50
       verdict: incomplete
       reasons: ["missing 1 required entry: actor/dcp_checkpoint/.metadata"]
+      problems: []
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib

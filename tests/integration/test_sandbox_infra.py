@@ -130,7 +130,10 @@ def test_every_sandbox_process_listens_on_loopback_only(sandbox):
                 if cols[3] == "0A":  # LISTEN
                     listeners[cols[9]] = cols[1]
     checked = 0
-    for name, proc in sandbox.state["pids"].items():
+    # Read the state now, not the session's copy: a test may have restarted a process (new pid) meanwhile.
+    with open(os.path.join(sandbox.dir, "state.json")) as fh:
+        pids = json.load(fh)["pids"]
+    for name, proc in pids.items():
         for inode in _socket_inodes(proc["pid"]):
             if inode in listeners:
                 checked += 1

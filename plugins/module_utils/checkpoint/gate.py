@@ -783,6 +783,8 @@ def _step_summary(v, source, opts):
         "bytes": v.bytes,
         "newest_mtime": v.newest,
         "payloads_verified": v.verified,
+        # Findings by id, so a caller can tell "a save is running" (write-too-recent) from a cut-off save.
+        "problems": list(v.problems),
     }
 
 

@@ -88,6 +88,14 @@ def test_api_noise_is_stripped_and_times_are_iso_utc(tmp_path):
     assert "managedFields" not in read(bare)["metadata"]
 
 
+def test_nanosecond_mtimes_of_a_tree_proof_stay_exact(tmp_path):
+    # A resume record keeps the original tree's mtime_ns to the nanosecond (read as epoch seconds they
+    # overflow the platform's time conversion and the record could not be written at all).
+    tree = {"files": {"global_step_3/actor/.metadata": {"size": 2098, "mtime_ns": 1796086324766677852}}}
+    path = records.write_record(str(tmp_path), "demo", "resume", {"original_tree": tree}, "20260101T000000Z")
+    assert read(path)["data"]["original_tree"] == tree
+
+
 def test_refused_inputs_go_to_a_clearly_named_folder(tmp_path):
     manifest, profile = example("sandbox")
     manifest["roles"][0]["env"].append({"name": "DB_PASS", "value": "hunter2"})
