@@ -78,7 +78,7 @@ def test_stopped_wait_keys_tasks_by_namespace_and_refuses_duplicates():
         jobs.stopped_check(client, "demo")()
     assert err.value.findings[0]["id"] == "task-duplicate-namespaces"
     client = FakeClient(job(), [task("demo-actor", "rlark-a100", replicas=0), task("demo-rollout", "rlark-a100")])
-    done, summary, _ = jobs.stopped_check(client, "demo")()
+    done, summary, _tree = jobs.stopped_check(client, "demo")()
     assert not done and summary.startswith("1 task(s)")
 
 
