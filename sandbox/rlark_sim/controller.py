@@ -319,7 +319,8 @@ class Controller:
         for template in templates:
             task = self.ensure_task(job, template, self.resolve(template))
             entry = entries.get(template["name"])
-            if entry is None:
+            tstatus = task.get("status") or {}
+            if entry is None and tstatus.get("phase"):  # SyncStatusEntry returns early on an empty phase
                 key = (job["metadata"]["uid"], template["name"])
                 if key not in self._panicked:
                     self._panicked.add(key)
@@ -327,8 +328,8 @@ class Controller:
                         "job %s: panic: no status.tasks entry for %r (after its Task was made)", name, template["name"]
                     )
                 return False
-            tstatus = task.get("status") or {}
-            sync_status_entry(entry, tstatus.get("phase"), tstatus.get("message"))
+            if entry is not None:
+                sync_status_entry(entry, tstatus.get("phase"), tstatus.get("message"))
         phases = [e.get("phase", "") for e in status.get("tasks") or []]
         phase, ended = next_phase(status["phase"], bool(spec.get("stopped")), phases)
         if phase != status["phase"]:
