@@ -2,6 +2,7 @@
 """Local RLark sandbox: etcd + kube-apiserver (RBAC, static tokens) + RLark CRDs + fleet + S3 + rlark-sim.
 
   sandboxctl.py up [--crds project|upstream] [--no-sim] [--sim-args "..."]
+                   ($RLARK_CONTROLLER_MANAGER=/path: RLark's own controller-manager replaces rlark-sim's controller)
   sandboxctl.py down
   sandboxctl.py status
 
@@ -35,7 +36,17 @@ from sandboxlib.kubeapi import KubeApi  # noqa: E402
 ROOT = os.path.dirname(HERE)
 PROJECT_CRDS = os.path.join(HERE, "crds")
 UPSTREAM_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "upstream", "rlark-crds"))
-SERVICES = ("etcd", "kube-apiserver", "s3", "rlark-sim")  # start order; stopped in reverse
+# RLark's DomainPeer and Addon (same commit): installed in upstream mode only. The collection and rlark-sim
+# never read or write them, so the project set does not model them (see docs/sandbox.md).
+UPSTREAM_EXTRA_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "upstream", "rlark-crds-extra"))
+SERVICES = ("etcd", "kube-apiserver", "s3", "rlark-sim", "rlark-controller-manager")  # start order; stopped in reverse
+CONTROLLER_MANAGER_ENV = "RLARK_CONTROLLER_MANAGER"
+# Port 0: any free port; bound to loopback only like every sandbox service.
+CONTROLLER_MANAGER_FLAGS = [
+    "--leader-elect=false",
+    "--metrics-bind-address=127.0.0.1:0",
+    "--health-probe-bind-address=127.0.0.1:0",
+]
 BUCKET = "checkpoints"
 SERVICE_CIDR = "10.0.0.0/24"
 
@@ -224,6 +235,43 @@ def ensure_bucket(lay, state):
     client.create_bucket(Bucket=BUCKET)
 
 
+def crd_docs(crd_set):
+    files = bootstrap.crd_files(crd_set, PROJECT_CRDS, UPSTREAM_CRDS)
+    if crd_set == "upstream" and os.path.isdir(UPSTREAM_EXTRA_CRDS):
+        files += bootstrap.crd_files(crd_set, PROJECT_CRDS, UPSTREAM_EXTRA_CRDS)
+    return bootstrap.load_crds(files, crd_set)
+
+
+def drop_other_crds(api, docs):
+    """After a switch to the project set: remove upstream-only rlinf.io CRDs (DomainPeer, Addon)."""
+    keep = {d["metadata"]["name"] for d in docs}
+    for crd in api.get(bootstrap.CRD_API)["items"]:
+        if crd["spec"]["group"] == bootstrap.GROUP and crd["metadata"]["name"] not in keep:
+            say(
+                "removing %s (not in the %s set)"
+                % (crd["metadata"]["name"], docs[0]["metadata"]["annotations"][bootstrap.CRD_SET_ANNOTATION])
+            )
+            api.call("DELETE", bootstrap.CRD_API + "/" + crd["metadata"]["name"])
+
+
+def controller_manager():
+    """$RLARK_CONTROLLER_MANAGER (an RLark controller-manager binary built by hand), or None when unset."""
+    path = os.environ.get(CONTROLLER_MANAGER_ENV) or None
+    if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise SystemExit(
+            "%s=%s: no executable there; build RLark's controller-manager (docs/sandbox.md) or unset the variable."
+            % (CONTROLLER_MANAGER_ENV, path)
+        )
+    return os.path.abspath(path) if path else None
+
+
+def start_controller_manager(lay, state):
+    argv = [state["controller_manager"], "--kubeconfig=" + lay.kubeconfigs["admin"], *CONTROLLER_MANAGER_FLAGS]
+    env = dict(os.environ, KUBECONFIG=lay.kubeconfigs["admin"])
+    log = os.path.join(lay.service_logs, "rlark-controller-manager.log")
+    return procs.launch("rlark-controller-manager", argv, log, env=env, cwd=lay.dir)
+
+
 def sim_available():
     return os.path.exists(os.path.join(HERE, "rlark_sim", "__main__.py"))
 
@@ -320,8 +368,9 @@ def reuse(lay, state, args):
     try:
         if state["crds"] != args.crds or bootstrap.live_crd_set(api) != args.crds:
             say("switching CRDs %s -> %s in place" % (state["crds"], args.crds))
-            docs = bootstrap.load_crds(bootstrap.crd_files(args.crds, PROJECT_CRDS, UPSTREAM_CRDS), args.crds)
+            docs = crd_docs(args.crds)
             bootstrap.install_crds(api, docs)
+            drop_other_crds(api, docs)
             state["crds"] = args.crds
             write_configs(lay, state)  # RLARK_SANDBOX_CRDS in .sandbox/env
         if not bootstrap.fleet_present(api):
@@ -338,16 +387,27 @@ def reuse(lay, state, args):
     sim_args = sim_argv(args)
     if state["procs"].get("rlark-sim") and (not want_sim or state.get("sim_args") != sim_args):
         procs.stop(state["procs"].pop("rlark-sim"))
+    cm_proc = state["procs"].get("rlark-controller-manager")
+    if cm_proc and state.get("controller_manager") != args.controller_manager:
+        procs.stop(state["procs"].pop("rlark-controller-manager"))
     state["sim_args"] = sim_args
+    state["controller_manager"] = args.controller_manager
     if want_sim and not procs.alive(state["procs"].get("rlark-sim")):
         say("starting rlark-sim")
         state["procs"]["rlark-sim"] = start_sim(lay, state)
+    if args.controller_manager and not procs.alive(state["procs"].get("rlark-controller-manager")):
+        say("starting RLark's controller-manager %s" % args.controller_manager)
+        state["procs"]["rlark-controller-manager"] = start_controller_manager(lay, state)
     save_state(lay, state)
     return True
 
 
 def sim_argv(args):
-    return shlex.split(args.sim_args or "")
+    """--sim-args split like a shell; with RLark's controller-manager the sim's controller is off."""
+    argv = shlex.split(args.sim_args or "")
+    if args.controller_manager and "--no-controller" not in argv:
+        argv.append("--no-controller")
+    return argv
 
 
 def fresh_start(lay, args):
@@ -355,7 +415,7 @@ def fresh_start(lay, args):
         args.crds = os.environ.get("SANDBOX_CRDS") or "project"
     for d in (lay.dir, lay.nodes, lay.logs, lay.service_logs):
         os.makedirs(d, exist_ok=True)
-    crd_docs = bootstrap.load_crds(bootstrap.crd_files(args.crds, PROJECT_CRDS, UPSTREAM_CRDS), args.crds)
+    docs = crd_docs(args.crds)
     made = pki.ensure(lay.pki)
     if made != "reused":
         say("generated CA, serving cert and service-account keys (%s)" % made)
@@ -381,6 +441,7 @@ def fresh_start(lay, args):
             "secret_key": ident["s3_secret_key"],
         },
         "sim_args": sim_argv(args),
+        "controller_manager": args.controller_manager,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "procs": {},
     }
@@ -401,7 +462,7 @@ def fresh_start(lay, args):
         bootstrap.ensure_rbac(api)
         bootstrap.ensure_namespaces(api)
         say("installing %s CRDs" % args.crds)
-        bootstrap.install_crds(api, crd_docs)
+        bootstrap.install_crds(api, docs)
         bootstrap.seed_fleet(api)
         api.close()
         wait_for("s3", lambda: http_ok(endpoint), 30, state["procs"]["s3"])
@@ -413,6 +474,9 @@ def fresh_start(lay, args):
         else:
             say("starting rlark-sim")
             state["procs"]["rlark-sim"] = start_sim(lay, state)
+        if args.controller_manager:
+            say("starting RLark's controller-manager %s" % args.controller_manager)
+            state["procs"]["rlark-controller-manager"] = start_controller_manager(lay, state)
         save_state(lay, state)
     except BaseException:
         say("start-up failed: stopping what was started")
@@ -457,6 +521,8 @@ def status(lay, _args):
     total = 0
     for name in SERVICES:
         proc = state["procs"].get(name)
+        if not proc and name == "rlark-controller-manager" and not state.get("controller_manager"):
+            continue  # optional: only with $RLARK_CONTROLLER_MANAGER
         if not proc:
             print("  %-15s not started" % name)
             continue
@@ -490,6 +556,16 @@ def restart_apiserver(lay, args):
     return 0
 
 
+def join_sim_args(argv):
+    """`--sim-args "--no-controller"` (a value that looks like a flag) -> `--sim-args=--no-controller`."""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--sim-args":
+            out[i : i + 2] = ["--sim-args=" + out[i + 1]]
+            break
+    return out
+
+
 def main(argv=None):
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `sandboxctl.py status | head` ends quietly
     parser = argparse.ArgumentParser(description="local RLark sandbox")
@@ -510,8 +586,10 @@ def main(argv=None):
     sub.add_parser("status", help="show what runs")
     p_restart = sub.add_parser("restart-apiserver", help="stop and start kube-apiserver (tests: a restart mid-watch)")
     p_restart.add_argument("--down-seconds", type=float, default=0.0, help="pause between stop and start")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_sim_args(sys.argv[1:] if argv is None else argv))
     lay = Layout(args.dir)
+    if args.cmd == "up":
+        args.controller_manager = controller_manager()
     if args.cmd == "up" and args.crds == "upstream" and not os.path.isdir(UPSTREAM_CRDS):
         raise SystemExit("upstream CRDs not found at %s" % UPSTREAM_CRDS)
     commands = {"up": up, "down": down, "status": status, "restart-apiserver": restart_apiserver}

@@ -18,6 +18,12 @@ from ansible_collections.rlark.ops.plugins.module_utils.findings import finding,
 from ansible_collections.rlark.ops.plugins.module_utils.kube import ApiError, resource_path
 from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact
+from ansible_collections.rlark.ops.plugins.module_utils.task_identity import (
+    duplicate_findings,
+    placement_findings,
+    pods_of,
+    task_key,
+)
 
 JOBS = resource_path("jobs")
 TASKS = resource_path("tasks")
@@ -227,18 +233,21 @@ def read_back_if(client, name, check_mode, done):
     return read_back
 
 
-def ensure_present(client, desired, update=False, check_mode=False):
+def ensure_present(client, desired, update=False, check_mode=False, before_write=None):
     """Create the Job when absent; compare and (with ``update``) patch the spec when present.
 
+    ``before_write()`` (findings; raises ``Refused``) runs only when a create or patch follows.
     Returns ``{changed, job, before, action, findings}``; raises ``Refused`` on unsafe changes.
     """
     name = job_name(desired)
     wanted = normalised_spec(desired.get("spec"))
+    before_write = before_write or list
     for _attempt in range(MAX_CONFLICT_RETRIES):
         live = get_job(client, name)
         if live is None:
+            found = before_write()
             created = client.create(JOBS, desired, dry_run=check_mode)
-            return {"changed": True, "job": created, "before": None, "action": "created", "findings": []}
+            return {"changed": True, "job": created, "before": None, "action": "created", "findings": found}
         found = []
         if (desired.get("spec") or {}).get("stopped") is not None and bool(desired["spec"]["stopped"]) != bool(
             (live.get("spec") or {}).get("stopped")
@@ -272,6 +281,7 @@ def ensure_present(client, desired, update=False, check_mode=False):
             )
         if has_errors(found):
             raise Refused("Refusing to change Job %r." % name, found)
+        found.extend(before_write())
         patch = {
             "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
             "spec": spec_merge_patch(live.get("spec"), desired.get("spec")),
@@ -439,7 +449,10 @@ def stopped_check(client, name):
         tree = read_tree(client, name)
         if tree["job"] is None:
             return True, "the Job is gone", tree
-        scaling = [t["metadata"]["name"] for t in tree["tasks"] if task_replicas(t) != 0]
+        found = duplicate_findings(tree["job"], tree["tasks"])
+        if found:  # a stop may reach only one copy: waiting for the other would only time out
+            raise Refused("Cannot wait for Job %r to stop." % name, found)
+        scaling = ["%s/%s" % task_key(t) for t in tree["tasks"] if task_replicas(t) != 0]
         pods = len(tree["pods"])
         summary = "%d task(s) not yet at replicas 0, %d Pod CR(s) remaining" % (len(scaling), pods)
         return not scaling and pods == 0, summary, tree
@@ -454,10 +467,13 @@ def started_check(client, name):
         tree = read_tree(client, name)
         if tree["job"] is None:
             return False, "the Job is gone", tree
+        found = placement_findings(tree["job"], tree["tasks"])
+        if found:  # RLark will never run these Tasks as they are: say so now, not at the timeout
+            raise Refused("Job %r cannot become Running." % name, found)
         want = {task_object_name(name, t.get("name")) for t in templates(tree["job"])}
-        have = {t["metadata"]["name"]: (t.get("status") or {}).get("phase") or "" for t in tree["tasks"]}
-        missing = sorted(want - set(have))
-        not_running = sorted(n for n, p in have.items() if p != "Running")
+        have = {task_key(t): (t.get("status") or {}).get("phase") or "" for t in tree["tasks"]}
+        missing = sorted(want - {key[1] for key in have})
+        not_running = sorted("%s/%s" % key for key, p in have.items() if p != "Running")
         summary = "%d of %d task(s) Running%s" % (
             len(have) - len(not_running),
             len(want),
@@ -527,10 +543,12 @@ def read_many(client, jobs, with_nodes=True):
             tasks_by_job.get(job_name(job), []),
             key=lambda t: (t["metadata"].get("namespace", ""), t["metadata"]["name"]),
         )
-        job_pods = []
+        job_pods = [pod for task in tasks for pod in pods_of(task, pods_by_task.get(task_key(task)[1], []))]
+        listed = {task_key(t)[1] for t in tasks}
         for task_name in task_names_of(job, tasks):
-            job_pods.extend(pods_by_task.get(task_name, []))
-        entry = {"job": job, "tasks": tasks, "pods": job_pods}
+            if task_name not in listed:  # Pod CRs left by a Task that is already gone
+                job_pods.extend(pods_by_task.get(task_name, []))
+        entry = {"job": job, "tasks": tasks, "pods": job_pods, "findings": placement_findings(job, tasks)}
         if with_nodes:
             entry["nodes"] = get_nodes(client, job_pods)
         out.append(entry)

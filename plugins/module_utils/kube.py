@@ -657,6 +657,8 @@ class Client:
         return self.request("PATCH", path, query, patch, "application/merge-patch+json", on_ambiguous=on_ambiguous)
 
     def delete(self, path, propagation="Background", dry_run=False, resource_version=None, on_ambiguous=None):
+        # Background, never Foreground: RLark's controller re-creates the Tasks of a Job that is being
+        # deleted, so a foreground deletion of a Job never finishes (rlark-platform.md section 2a).
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         if resource_version:
             body["preconditions"] = {"resourceVersion": resource_version}

@@ -27,6 +27,25 @@ def resolution_selector(node_selector):
     return {k: str(v).split(",", 1)[0] for k, v in (node_selector or {}).items()}
 
 
+def whitespace_findings(node_selector, path):
+    """Values with whitespace around them: RLark resolves the cluster from the first value untrimmed."""
+    found = []
+    for key, value in sorted((node_selector or {}).items()):
+        text = "" if value is None else str(value)
+        if text.strip() and any(part != part.strip() for part in text.split(",")):
+            found.append(
+                finding(
+                    "selector-whitespace",
+                    "Selector %s=%r has whitespace around a value: RLark resolves the cluster from %r as written, "
+                    "which matches no Node label, so the Task lands in 'default' where no agent runs it."
+                    % (key, text, text.split(",", 1)[0]),
+                    path="%s[%s]" % (path, key),
+                    hint="Remove the spaces around the values.",
+                )
+            )
+    return found
+
+
 def static_selector_findings(node_selector, path):
     """Findings that need no Node inventory: empty, comma multi-value, CR-only or annotation keys."""
     found = []
@@ -54,6 +73,7 @@ def static_selector_findings(node_selector, path):
             )
         if not text.strip():
             found.append(finding("selector-empty-value", "Selector key %s has an empty value." % key, path=kpath))
+        found.extend(whitespace_findings({key: value}, path))
         if key in CR_ONLY_LABEL_KEYS:
             found.append(
                 finding(

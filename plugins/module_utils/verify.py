@@ -18,6 +18,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import parts
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 from ansible_collections.rlark.ops.plugins.module_utils.placement import matched_nodes_by_task
 from ansible_collections.rlark.ops.plugins.module_utils.query import QueryError, holds
+from ansible_collections.rlark.ops.plugins.module_utils.task_identity import placement_findings, pods_of, task_key
 
 # RLinf's own lines (docs: rlinf-checkpoints.md, "Resume verification signals").
 SCRATCH = (r"Training from scratch", r"No checkpoints found, starting from scratch", r"No complete checkpoints found")
@@ -187,21 +188,24 @@ def job_state(resource, proof=None, job_name=None):
     for task_name, matches in matched_nodes_by_task(proof).items():
         names = [m if isinstance(m, str) else m.get("name") for m in matches]
         expected[task_name] = {"nodes": names, "cluster": _task_cluster(proof, task_name)}
-    by_name = {(t.get("metadata") or {}).get("name"): t for t in tasks}
+    found.extend(placement_findings(job, tasks))
+    by_name = {}
+    for task in tasks:
+        by_name.setdefault(task_key(task)[1], []).append(task)
     observed = {}
-    running = True
+    running = not found
     for index, tmpl in enumerate(job["spec"].get("tasks") or []):
         tname = "%s-%s" % (name, tmpl.get("name"))
         path = "spec.tasks[%d]" % index
         want = expected.get(tmpl.get("name")) or {}
-        task = by_name.get(tname)
+        copies = by_name.get(tname) or []
+        # Two copies (task-duplicate-namespaces): look at the one in the proven cluster, else the first.
+        task = next((t for t in copies if task_key(t)[0] == want.get("cluster")), copies[0] if copies else None)
         replicas = ((tmpl.get("kubernetes") or {}).get("workload") or {}).get("replicas")
         replicas = 1 if replicas is None else int(replicas)
         if job["spec"].get("stopped"):
             replicas = 0
-        task_pods = [
-            p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get("rlark.io/task-name") == tname
-        ]
+        task_pods = pods_of(task, pods) if task is not None else []
         nodes = sorted((p.get("status") or {}).get("node") or "" for p in task_pods)
         phases = sorted((p.get("status") or {}).get("phase") or "" for p in task_pods)
         info = {
@@ -247,7 +251,8 @@ def job_state(resource, proof=None, job_name=None):
                     path=path,
                 )
             )
-    submitted = not any(f["id"] in ("verify-task-missing", "verify-task-namespace") for f in found)
+    blocking = ("verify-task-missing", "verify-task-namespace", "task-duplicate-namespaces", "task-default-namespace")
+    submitted = not any(f["id"] in blocking for f in found)
     return {"submitted": submitted, "running": running and submitted, "findings": found, "observed": observed}
 
 

@@ -18,8 +18,18 @@ description:
   - O(state=stopped) and O(state=started) send a JSON merge patch of C(spec.stopped) alone with a resourceVersion
     precondition; a conflict re-reads the Job and decides again. Succeeded and Failed Jobs are refused because
     RLark ignores them.
+  - Before a create or update, every template's C(nodeSelector) is resolved the way RLark resolves it (first comma
+    value of each key, untrimmed, against the Node CRs of every namespace). A value with whitespace around it
+    (C(selector-whitespace)) or a selector matching Nodes in more than one cluster (C(selector-multi-cluster)) is
+    refused, because RLark would put the Task in C(default) or create one Task in each cluster.
+  - An update that changes replicas warns (C(job-update-stale-annotations)). RLark rewrites a Task's ray
+    annotations only when that Task's spec changes, so the others keep stale totals and rank starts until a stop
+    and start, or a new Job.
+  - Waits key Tasks by namespace and name. A Task name in two namespaces (C(task-duplicate-namespaces)), or for
+    V(started) a Task in C(default) (C(task-default-namespace)), fails the wait at once instead of timing out.
   - O(state=absent) deletes the Job with background propagation, refusing while agent-created PVCs would be
-    deleted with it unless O(allow_pvc_deletion=true).
+    deleted with it unless O(allow_pvc_deletion=true). Never foreground propagation, because RLark's controller
+    re-creates the Tasks of a Job being deleted, so a foreground deletion never finishes.
   - O(copy_from) creates a new Job named O(name) from the full stored spec of another Job, every pod field kept,
     optionally resuming from a checkpoint with O(resume_dir). The source Job is never modified.
 author:
@@ -246,6 +256,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, c
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
 from ansible_collections.rlark.ops.plugins.module_utils.resume import copy_job
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
+from ansible_collections.rlark.ops.plugins.module_utils.write_checks import check_before_write, replica_change_findings
 
 try:
     import yaml
@@ -335,12 +346,16 @@ def run(module, client):
         if has_errors(found):
             raise Refused("Refusing to copy Job %r." % p["copy_from"], found)
         findings.extend(found)
-        outcome = ensure_present(client, desired, update=False, check_mode=module.check_mode)
+        check = check_before_write(client, desired)
+        outcome = ensure_present(client, desired, update=False, check_mode=module.check_mode, before_write=check)
         name = p["name"]
     elif state == "present":
         desired = load_definition(module)
         name = desired["metadata"]["name"]
-        outcome = ensure_present(client, desired, update=p["update"], check_mode=module.check_mode)
+        check = check_before_write(client, desired)
+        outcome = ensure_present(client, desired, update=p["update"], check_mode=module.check_mode, before_write=check)
+        if outcome["action"] == "updated":
+            findings.extend(replica_change_findings(outcome["before"], desired))
     elif state in ("stopped", "started"):
         name = p["name"]
         outcome = set_stopped(client, name, state == "stopped", check_mode=module.check_mode)

@@ -108,6 +108,13 @@ resources:
       type: list
       elements: dict
       returned: always
+    findings:
+      description:
+        - C(task-duplicate-namespaces) when a Task name exists in more than one namespace, C(task-default-namespace)
+          when a Task sits in C(default) (no agent runs it). Tasks and Pod CRs are matched by namespace and name.
+      type: list
+      elements: dict
+      returned: always
     nodes:
       description: The Node CRs the pods run on (when O(nodes=true)).
       type: list

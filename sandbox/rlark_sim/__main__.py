@@ -9,6 +9,7 @@ import threading
 import time
 
 from .agent import SYSTEM_NS, Agent, pod_task_key
+from .collector import GarbageCollector
 from .controller import Controller, NodeIndex
 from .kube import ApiError, Informer, Kube, core_path, crd_path, wait_synced
 from .storage import S3Settings
@@ -22,6 +23,14 @@ def parse_args(argv=None):
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--state-dir", required=True, help="sandbox state dir (.sandbox)")
     parser.add_argument("--no-controller", action="store_true", help="leave the Job controller to real RLark")
+    parser.add_argument(
+        "--no-gc", action="store_true", help="no garbage collector (Task cascade delete) even without the controller"
+    )
+    parser.add_argument(
+        "--random-resolution",
+        action="store_true",
+        help="resolve Task namespaces like RLark: any matching Node per reconcile (default: first in list order)",
+    )
     parser.add_argument("--no-agent", action="store_true", help="leave the data-plane agent to real RLark")
     parser.add_argument("--no-trainer", action="store_true", help="do not simulate RLinf in head pods")
     parser.add_argument("--grace-seconds", type=float, default=5.0, help="stop grace period before Pod CRs go")
@@ -66,9 +75,11 @@ def main(argv=None):
         informers.append(sts)
     wait_synced(informers)
     node_index = NodeIndex(nodes)
-    controller = None if args.no_controller else Controller(kube, jobs, tasks, nodes)
-    if controller is not None:
+    controller = None
+    if not args.no_controller:
+        controller = Controller(kube, jobs, tasks, nodes, random_resolution=args.random_resolution)
         controller.node_index = node_index
+    collector = None if args.no_gc else GarbageCollector(kube, jobs, tasks)
     cr_only = [x.strip() for x in args.cr_only_labels.split(",") if x.strip()]
     agent = None if args.no_agent else Agent(kube, tasks, nodes, pods, sts, node_index, args.grace_seconds, cr_only)
     trainers = None if args.no_trainer else TrainerManager(tasks, pods, state_dir, S3Settings(state_dir))
@@ -82,8 +93,10 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     log.info(
-        "rlark-sim running (controller=%s agent=%s trainer=%s grace=%ss tick=%ss)",
+        "rlark-sim running (controller=%s resolution=%s gc=%s agent=%s trainer=%s grace=%ss tick=%ss)",
         controller is not None,
+        "random" if args.random_resolution else "ordered",
+        collector is not None,
         agent is not None,
         trainers is not None,
         args.grace_seconds,
@@ -91,7 +104,7 @@ def main(argv=None):
     )
     while not stopping.is_set():
         wake.clear()
-        for part in (controller, agent, trainers):
+        for part in (controller, collector, agent, trainers):
             if part is None:
                 continue
             try:

@@ -74,6 +74,15 @@ def test_same_kinds_scopes_names_and_subresources(ours, upstream):
         assert version["served"] and version["storage"]
 
 
+def test_upstream_extra_crds_are_domainpeer_and_addon_only_and_not_ours(ours):
+    """RLark's DomainPeer and Addon (../shared/upstream/rlark-crds-extra) are installed with the upstream set
+    only: the collection and rlark-sim never read or write them, so the project set leaves them out."""
+    extra = load(UPSTREAM_CRDS + "-extra")
+    assert {c["spec"]["names"]["kind"] for c in extra.values()} == {"DomainPeer", "Addon"}
+    assert all(c["spec"]["group"] == "rlinf.io" for c in extra.values())
+    assert not set(extra) & set(ours)
+
+
 def test_documented_scopes_and_short_names(ours):
     want = {
         "jobs": ("Cluster", "rljob"),

@@ -1,6 +1,6 @@
 """Pure parts of rlark-sim's controller and agent, checked against rlark-platform.md sections 2-3."""
 
-from rlark_sim import agent, controller
+from rlark_sim import agent, controller, goencode
 from rlark_sim.storage import LocalSink, resolve_path
 
 
@@ -22,7 +22,7 @@ def job(stopped=False, tasks=None):
 
 def test_ray_annotations():
     j = job()
-    assert controller.ray_annotations(j, 2) == {
+    assert controller.ray_annotations(j, j["spec"]["tasks"][2]) == {
         "rlark.io/ray-total-nodes": "5",
         "rlark.io/ray-node-rank-start": "4",
         "rlark.io/ray-role": "worker",
@@ -30,12 +30,30 @@ def test_ray_annotations():
     }
 
 
-def test_desired_spec_forces_domain_and_stop_replicas_but_not_job_spec():
+def test_no_head_template_means_no_head_annotation_at_all():
+    j = job(tasks=[{"name": "a", "role": "Rollout"}])
+    assert "rlark.io/ray-head-task-name" not in controller.ray_annotations(j, j["spec"]["tasks"][0])
+
+
+def test_stop_zeroes_the_shared_template_so_later_annotations_count_it_as_zero():
     j = job(stopped=True)
-    spec = controller.desired_task_spec(j, j["spec"]["tasks"][1])
-    assert spec["domain"] == "d" and "sshPublicKey" not in spec and "name" not in spec
-    assert spec["kubernetes"]["workload"]["replicas"] == 0
-    assert j["spec"]["tasks"][1]["kubernetes"]["workload"]["replicas"] == 3
+    actor, rollout, env = j["spec"]["tasks"]
+    assert controller.build_task(j, actor, "ns")["metadata"]["annotations"]["rlark.io/ray-total-nodes"] == "4"
+    rollout_task = controller.build_task(j, rollout, "ns")
+    assert rollout_task["spec"]["domain"] == "d" and "sshPublicKey" not in rollout_task["spec"]
+    assert rollout_task["spec"]["kubernetes"]["workload"]["replicas"] == 0
+    assert rollout["kubernetes"]["workload"]["replicas"] == 0  # written through, as in RLark's shallow copy
+    env_ann = controller.build_task(j, env, "ns")["metadata"]["annotations"]
+    assert (env_ann["rlark.io/ray-total-nodes"], env_ann["rlark.io/ray-node-rank-start"]) == ("1", "0")
+
+
+def test_status_entry_copied_only_on_phase_change_and_message_replaced_even_by_empty():
+    entry = {"name": "a", "phase": "Running", "message": "old"}
+    assert not controller.sync_status_entry(entry, "Running", "new")
+    assert entry["message"] == "old"
+    assert controller.sync_status_entry(entry, "Failed", "")
+    assert entry == {"name": "a", "phase": "Failed"}
+    assert not controller.sync_status_entry(entry, "", "x")
 
 
 def test_namespace_resolution_uses_first_comma_value():
@@ -49,7 +67,42 @@ def test_namespace_resolution_uses_first_comma_value():
     assert controller.resolve_namespace({"kubernetes.io/hostname": "a100-01"}, first_match) == "default"
     assert controller.resolve_namespace({}, first_match) == "default"
     assert controller.resolve_namespace({"bad key!": "x"}, first_match) == "default"
+    assert controller.resolve_namespace({"kubernetes.io/hostname": "h100-01 ,a100-01"}, first_match) == "default"
     assert seen == [{"kubernetes.io/hostname": "h100-01"}, {"kubernetes.io/hostname": "a100-01"}]
+
+
+def test_go_encoding_canonical_quantities_and_empty_lists():
+    q = goencode.canonical_quantity
+    assert [q("1000m"), q("1024Mi"), q("1536Mi"), q("1500m"), q("2000"), q("0.5"), q("512Mi"), q("4")] == [
+        "1", "1Gi", "1536Mi", "1500m", "2k", "500m", "512Mi", "4",
+    ]  # fmt: skip
+    spec = {
+        "kubernetes": {
+            "workload": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "m", "args": [], "resources": {"limits": {"cpu": "1000m"}}},
+                            {"name": "s"},
+                        ]
+                    }
+                }
+            }
+        }
+    }
+    out = goencode.go_encoded_spec(spec)
+    template = out["kubernetes"]["workload"]["template"]
+    assert template["metadata"] == {}
+    assert template["spec"]["containers"] == [
+        {"name": "m", "resources": {"limits": {"cpu": "1"}}},
+        {"name": "s", "resources": {}},
+    ]
+    # reflect.DeepEqual after decoding: 1000m keeps its scale (differs), 1024Mi equals 1Gi
+    assert goencode.go_memory_view(spec) != goencode.go_memory_view(out)
+    mem = {
+        "kubernetes": {"workload": {"template": {"spec": {"containers": [{"resources": {"limits": {"m": "1024Mi"}}}]}}}}
+    }
+    assert goencode.go_memory_view(mem) == goencode.go_memory_view(goencode.go_encoded_spec(mem))
 
 
 def test_phase_machine():

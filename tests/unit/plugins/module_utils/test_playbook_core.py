@@ -56,9 +56,10 @@ HOST_VOL = [{"name": "data", "hostPath": {"path": "/data/rlinf"}}]
 SCRIPT = "cd /w && python train.py runner.logger.log_path=/data/rlinf/logs ++runner.logger.experiment_name=demo"
 
 
-def pod(task, local, node, phase="Running"):
+def pod(task, local, node, phase="Running", namespace="rlark-a100"):
+    """A Pod CR; it lives in its Task's namespace."""
     return {
-        "metadata": {"labels": {"rlark.io/task-name": task, "rlark.io/local-pod-name": local}},
+        "metadata": {"namespace": namespace, "labels": {"rlark.io/task-name": task, "rlark.io/local-pod-name": local}},
         "status": {"node": node, "phase": phase},
     }
 

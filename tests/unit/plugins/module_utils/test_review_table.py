@@ -87,6 +87,13 @@ RECORD_CASES = [
         "error",
     ),
     (
+        "selector-whitespace",
+        "sandbox",
+        lambda m, p: _set(rollout(p), selector={"kubernetes.io/hostname": "a100-02 "}),
+        "selector-whitespace",
+        "error",
+    ),
+    (
         "selector-cr-only",
         "sandbox",
         lambda m, p: _set(actor(p), selector={"rlark.io/cluster-id": "rlark-a100"}),
