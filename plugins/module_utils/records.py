@@ -106,7 +106,9 @@ def without_noise(data):
         for key, value in data.items():
             if key in _NOISE_METADATA or key in _NOISE_ANNOTATIONS:
                 continue
-            if "mtime" in str(key).lower() and isinstance(value, (int, float)) and not isinstance(value, bool):
+            # mtime_ns (the checkpoint tree snapshot) is nanoseconds, kept exact; other *mtime are epoch seconds.
+            stamp = "mtime" in str(key).lower() and not str(key).lower().endswith("_ns")
+            if stamp and isinstance(value, (int, float)) and not isinstance(value, bool):
                 out[key] = iso_utc(value)
             else:
                 out[key] = without_noise(value)
