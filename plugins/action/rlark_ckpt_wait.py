@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source
@@ -29,6 +29,8 @@ WAIT_SPEC = dict(
     timeout=dict(type="float", default=0),
     interval=dict(type="float", default=1.0),
 )
+# Applied once to the step the wait ended on, never on every poll.
+INTEGRITY_ARGS = ("integrity", "integrity_path", "integrity_manifest", "hash_workers")
 
 
 class ActionModule(ActionBase):
@@ -41,7 +43,7 @@ class ActionModule(ActionBase):
         params = self.validate_argument_spec(
             argument_spec=spec, mutually_exclusive=[("path", "s3")], required_one_of=[("path", "s3")]
         )[1]
-        gate_args = {k: v for k, v in self._task.args.items() if k not in WAIT_SPEC}
+        gate_args = {k: v for k, v in self._task.args.items() if k not in WAIT_SPEC and k not in INTEGRITY_ARGS}
         gate_args["fail_when_incomplete"] = False
         in_process = self._connection.transport == "local" and not any(self._task.environment or [])
         host = task_vars.get("inventory_hostname", "")
@@ -68,9 +70,42 @@ class ActionModule(ActionBase):
             progress=progress if params["timeout"] > 0 else None,
         )
         waited.pop("invocation", None)
+        changed = False
+        if params["integrity"] != "off" and waited.get("complete") and not waited.get("failed"):
+            changed = self._integrity(waited, params, gate_args, in_process, task_vars)
         result.update(waited)
-        result["changed"] = False
+        result["changed"] = changed
         return result
+
+    def _integrity(self, waited, params, gate_args, in_process, task_vars):
+        """Write or verify the manifest of the step the wait settled on; True when a manifest was written."""
+        if params["hash_workers"] is not None and params["hash_workers"] < 1:
+            waited.update(failed=True, msg="hash_workers must be at least 1, got %d" % params["hash_workers"])
+            return False
+        options = {name: params[name] for name in INTEGRITY_ARGS}
+        if not in_process:
+            args = dict(gate_args, step=str(waited["step"]), **{k: v for k, v in options.items() if v is not None})
+            again = self._execute_module(module_name="rlark.ops.rlark_ckpt_gate", module_args=args, task_vars=task_vars)
+            if again.get("failed") and "complete" not in again:
+                waited.update(failed=True, msg=again.get("msg", "integrity manifest failed"))
+                return False
+            for key in ("complete", "problems", "integrity"):
+                if key in again:
+                    waited[key] = again[key]
+            return bool(again.get("changed"))
+        try:
+            return integrity.apply(
+                self._source(params),
+                waited,
+                params["integrity"],
+                path=params["integrity_path"],
+                manifest=params["integrity_manifest"],
+                workers=params["hash_workers"],
+                check_mode=self._play_context.check_mode,
+            )
+        except (layouts.GateError, OSError) as exc:
+            waited.update(failed=True, msg="integrity manifest: %s" % exc)
+            return False
 
     @staticmethod
     def _source(params):

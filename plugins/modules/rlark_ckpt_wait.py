@@ -17,13 +17,14 @@ description:
     of retry lines, and returns the last gate result with RV(timed_out) and RV(wait_msg) naming what it waited for.
   - On a local connection the gate runs in the controller's worker process (one directory walk or bucket listing
     per poll); on any other connection every poll runs M(rlark.ops.rlark_ckpt_gate) on the target.
-  - Never writes or deletes anything; C(changed) is always false.
+  - Never deletes anything and writes only the integrity manifest with O(integrity=write); C(changed) is true only
+    when it wrote one.
 author:
   - rlark.ops contributors (@rlark-ops)
 attributes:
   check_mode:
     support: full
-    description: Reads only; runs unchanged in check mode.
+    description: Reads only in check mode (O(integrity=write) hashes but writes no manifest).
   diff_mode:
     support: none
     description: No diff.
@@ -77,6 +78,27 @@ options:
     description: Open payloads (zip tails, trackers, DCP metadata) of the chosen step.
     type: bool
     default: true
+  integrity:
+    description:
+      - Content integrity of the step the wait ended on, checked once after the wait (never on every poll), as
+        O(rlark.ops.rlark_ckpt_gate#module:integrity) does it.
+      - V(write) hashes every file of the step and writes the manifest; V(verify) compares the step with a manifest
+        and makes the result incomplete with one C(integrity-mismatch) finding per differing file.
+      - Nothing is hashed when the wait ended without a complete step.
+    type: str
+    choices: ['off', write, verify]
+    default: 'off'
+  integrity_path:
+    description:
+      - Where the manifest is written or read, on the host that runs the gate.
+      - Default C(<checkpoints root>/rlark-integrity/global_step_N.json).
+    type: path
+  integrity_manifest:
+    description: The manifest to verify, as data (for example from a stop record); wins over O(integrity_path).
+    type: dict
+  hash_workers:
+    description: Threads that hash files in parallel; default the number of CPUs.
+    type: int
   fail_when_incomplete:
     description: Ignored; the wait reports instead of failing.
     type: bool
@@ -137,6 +159,10 @@ judged_at:
   description: Epoch time of the last judgement.
   returned: always
   type: float
+integrity:
+  description: As returned by M(rlark.ops.rlark_ckpt_gate) (C(mode), C(path), C(status), C(files), C(manifest), ...).
+  returned: when O(integrity) is not V(off) and the wait ended on a complete step
+  type: dict
 complete:
   description: As returned by M(rlark.ops.rlark_ckpt_gate), with all its other return values.
   returned: always

@@ -129,9 +129,28 @@ def write_manifest(path, manifest):
         os.makedirs(directory, exist_ok=True)
     tmp = "%s.tmp.%d" % (path, os.getpid())
     with open(tmp, "w") as fh:
-        json.dump(manifest, fh, indent=1, sort_keys=True)
-        fh.write("\n")
+        fh.write(serialize(manifest))
     os.replace(tmp, path)
+
+
+def serialize(manifest):
+    """The manifest's file content (its sha256 is what a stop record keeps)."""
+    return json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+
+
+def summary(report):
+    """What a stop record keeps of an integrity report: where the manifest is and the sha256 of its content.
+
+    The manifest itself only when it has no file (object storage), so that a resume can verify against it.
+    """
+    report = report or {}
+    manifest = report.get("manifest")
+    out = {key: report.get(key) for key in ("mode", "status", "path", "files", "bytes")}
+    out["step_dir"] = (manifest or {}).get("step_dir")
+    out["manifest_sha256"] = hashlib.sha256(serialize(manifest).encode()).hexdigest() if manifest else None
+    if manifest and not report.get("path"):
+        out["manifest"] = manifest
+    return out
 
 
 def verify(source, step_name, manifest, workers=None):

@@ -108,3 +108,13 @@ def test_refused_inputs_go_to_a_clearly_named_folder(tmp_path):
         assert os.listdir(str(tmp_path)) == ["invalid-inputs"]  # and no index of a Job
         assert read(paths[0])["outcome"] == "refused" and read(paths[0])["data"]["job_name"] == result["job_name"]
     assert len(os.listdir(str(tmp_path / "invalid-inputs"))) == 2
+
+
+def test_a_nanosecond_mtime_is_kept_and_an_epoch_mtime_becomes_a_time(tmp_path):
+    # A checkpoint tree snapshot carries os.stat's st_mtime_ns; read as seconds it overflowed the record write.
+    data = {"tree": {"global_step_3/a.pt": {"mtime_ns": 1796085685718159630, "size": 3}}, "mtime": 0}
+    path = records.write_record(str(tmp_path), "job", "resume", data, "20261201T000000Z-resume-abcdef")
+    with open(path) as fh:
+        written = yaml.safe_load(fh)["data"]
+    assert written["tree"]["global_step_3/a.pt"]["mtime_ns"] == 1796085685718159630
+    assert written["mtime"] == "1970-01-01T00:00:00Z"

@@ -1,0 +1,102 @@
+"""rlark_checkpoint_integrity on the live sandbox (hostPath): the guarded stop writes the manifest, resume verifies it.
+
+Checked with independent readers: the manifest file and the step's files are read with open()/hashlib, Jobs are
+listed with the kubernetes client.
+"""
+
+import hashlib
+import json
+import os
+
+import pytest
+from kubernetes import client, config
+from playbook_support import Workload, all_output
+
+pytestmark = pytest.mark.sandbox
+GROUP, VERSION = "rlinf.io", "v1alpha1"
+
+
+def sha256_of(path):
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def step_files(step_dir):
+    """{path relative to the step: sha256} of every file of the step."""
+    out = {}
+    for here, _dirs, files in os.walk(step_dir):
+        for name in files:
+            full = os.path.join(here, name)
+            out[os.path.relpath(full, step_dir)] = sha256_of(full)
+    return out
+
+
+def job_names(sandbox):
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    return sorted(j["metadata"]["name"] for j in api.list_cluster_custom_object(GROUP, VERSION, "jobs")["items"])
+
+
+def flip_middle_byte(path):
+    with open(path, "r+b") as fh:
+        fh.seek(os.path.getsize(path) // 2)
+        byte = fh.read(1)
+        fh.seek(-1, os.SEEK_CUR)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+
+
+def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbox, tmp_path):
+    w = Workload(sandbox, tmp_path)
+    try:
+        assert w.play("migrate.yml").rc == 0
+        w.wait_steps(2)
+        stopped = w.play(
+            "guarded_stop.yml",
+            kubeconfig=sandbox.kubeconfig_operator,
+            extra={"rlark_jobs": [w.name], "rlark_checkpoint_integrity": "write"},
+        )
+        assert stopped.rc == 0, stopped
+
+        # The stop record names the manifest; the manifest lists every file of the step with its sha256.
+        kept = w.records_of("stop")[-1]["data"]["integrity"]
+        step_name = kept["step_dir"]
+        manifest_path = os.path.join(w.checkpoints, "rlark-integrity", step_name + ".json")
+        assert kept["status"] == "written" and kept["path"] == manifest_path, kept
+        assert kept["manifest_sha256"] == sha256_of(manifest_path)
+        with open(manifest_path) as fh:
+            manifest = json.load(fh)
+        step_dir = os.path.join(w.checkpoints, step_name)
+        expected = step_files(step_dir)
+        assert len(expected) >= 2
+        assert {f["path"]: f["sha256"] for f in manifest["files"]} == expected
+
+        # One flipped byte in one file of that step: refused before anything is created.
+        victim = max(expected, key=lambda rel: os.path.getsize(os.path.join(step_dir, rel)))
+        flip_middle_byte(os.path.join(step_dir, victim))
+        new = w.name + "-ok"
+        w.created.append(new)
+        args = {
+            "rlark_resume_source": w.name,
+            "rlark_resume_step": int(step_name.rpartition("_")[2]),
+            "rlark_resume_name": new,
+            "rlark_checkpoint_integrity": "verify",
+        }
+        before = job_names(sandbox)
+        refused = w.play("resume.yml", extra=args)
+        assert refused.rc != 0, refused
+        gates = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"]
+        assert gates, all_output(refused)[-3000:]
+        gate = gates[-1]
+        assert [(p["id"], p["severity"]) for p in gate["problems"] if p["id"].startswith("integrity")] == [
+            ("integrity-mismatch", "error")
+        ], gate["problems"]
+        assert victim in all_output(refused)
+        assert job_names(sandbox) == before, "a refused resume created a Job"
+
+        # The byte restored: the same resume creates the Job.
+        flip_middle_byte(os.path.join(step_dir, victim))
+        assert step_files(step_dir) == expected
+        run = w.play("resume.yml", extra=args)
+        assert run.rc == 0, [r.get("msg") for _t, r in run.task_results() if r.get("failed")]
+        assert new in job_names(sandbox)
+    finally:
+        w.cleanup()
