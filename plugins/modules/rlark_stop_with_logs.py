@@ -87,7 +87,7 @@ options:
         O(rlark.ops.rlark_ckpt_wait#module:newer_than), ...); this call first waits for that checkpoint
         to be complete by the gate's rules, then reads the logs and sends the stop at once.
       - The gate runs on the task's target (delegate the task to the host that holds a host-directory checkpoint).
-      - When the wait runs out or the gate says no, nothing is patched and RV(msg) says what was waited for and why.
+      - When the wait runs out or the gate says no, nothing is patched and C(msg) says what was waited for and why.
     type: dict
   done_markers:
     description:
