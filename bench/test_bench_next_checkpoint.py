@@ -30,12 +30,11 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
-from conftest import Sandbox, sandboxctl  # noqa: E402
-from helpers import ensure_collection_link  # noqa: E402
 from kubeapi_for_tests import Api  # noqa: E402
 from playbook_support import Workload  # noqa: E402
+from sandbox_support import shared_sandbox  # noqa: E402
 
-TRIALS = 3 if os.environ.get("BENCH_QUICK") else 20
+TRIALS = 3 if os.environ.get("BENCH_QUICK") or os.environ.get("RLARK_BENCH_QUICK") == "1" else 20
 QUIET_SECONDS = 1
 TICK_SECONDS = 1.0
 LATENCY_GOAL = 2.0 + TICK_SECONDS
@@ -46,11 +45,7 @@ STEP_LINE = re.compile(r"Global Step: (\d+)/")
 
 @pytest.fixture(scope="module")
 def sandbox():
-    state_dir = os.path.abspath(os.environ.get("RLARK_SANDBOX_DIR") or os.path.join(ROOT, ".sandbox"))
-    started = sandboxctl(state_dir, "up")
-    assert started.returncode == 0, started.stdout + started.stderr
-    ensure_collection_link()
-    return Sandbox(state_dir)
+    return shared_sandbox()
 
 
 def p95(values):
@@ -88,12 +83,11 @@ def wait_until(condition, what, timeout=120):
 
 
 def gate_to_patch(run, name):
-    """Seconds from the gate's last judgement (it said complete) to the stop patch, as the plugins report them."""
+    """Seconds from the gate's last judgement (it said complete) to the stop patch, as the plugin reports them."""
     results = dict(run.task_results(host="rlark-job-" + name))
-    judged = results["Gate the checkpoint where it lives"]["judged_at"]
     stop = results["Stop the Job (spec.stopped only), its logs read right before the patch and until no Pod CR remains"]
     patched = datetime.datetime.strptime(stop["patched_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
-    return round(patched.replace(tzinfo=datetime.timezone.utc).timestamp() - judged, 3)
+    return round(patched.replace(tzinfo=datetime.timezone.utc).timestamp() - stop["gate"]["judged_at"], 3)
 
 
 def newest_mtime(directory):

@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
@@ -33,90 +35,103 @@ WAIT_SPEC = dict(
 INTEGRITY_ARGS = ("integrity", "integrity_path", "integrity_manifest", "hash_workers")
 
 
+def checkpoint_wait(action, args, task_vars, progress=None):
+    """Validate ``args`` (the options of rlark_ckpt_wait) and wait on the gate for ``action``'s target host.
+
+    Shared with rlark_stop_with_logs, which waits here and then sends the stop in the same call.
+    Returns the last gate result plus the wait fields of ``gate_wait.wait_for_gate``.
+    """
+    spec = gate_spec()
+    spec.update(WAIT_SPEC)
+    checked = ArgumentSpecValidator(
+        spec, mutually_exclusive=[("path", "s3")], required_one_of=[("path", "s3")]
+    ).validate(args)
+    if checked.error_messages:
+        raise AnsibleActionFail("Invalid checkpoint wait options: %s" % "; ".join(checked.error_messages))
+    params = checked.validated_parameters
+    gate_args = {k: v for k, v in args.items() if k not in WAIT_SPEC and k not in INTEGRITY_ARGS}
+    gate_args["fail_when_incomplete"] = False
+    in_process = action._connection.transport == "local" and not any(action._task.environment or [])
+
+    def judge():
+        if not in_process:
+            return action._execute_module(
+                module_name="rlark.ops.rlark_ckpt_gate", module_args=gate_args, task_vars=task_vars
+            )
+        try:
+            return run_gate(_source(params), {name: params[name] for name in GATE_OPTIONS})
+        except (layouts.GateError, ImportError) as exc:
+            return {"failed": True, "msg": str(exc)}
+
+    waited = wait_for_gate(
+        judge,
+        newer_than=params["newer_than"],
+        newest_complete=params["newest_complete"],
+        timeout=params["timeout"],
+        interval=params["interval"],
+        progress=progress if params["timeout"] > 0 else None,
+    )
+    waited.pop("invocation", None)
+    waited["changed"] = False
+    if params["integrity"] != "off" and waited.get("complete") and not waited.get("failed"):
+        waited["changed"] = _integrity(action, waited, params, gate_args, in_process, task_vars)
+    return waited
+
+
+def _integrity(action, waited, params, gate_args, in_process, task_vars):
+    """Write or verify the manifest of the step the wait settled on; True when a manifest was written."""
+    if params["hash_workers"] is not None and params["hash_workers"] < 1:
+        waited.update(failed=True, msg="hash_workers must be at least 1, got %d" % params["hash_workers"])
+        return False
+    options = {name: params[name] for name in INTEGRITY_ARGS}
+    if not in_process:
+        args = dict(gate_args, step=str(waited["step"]), **{k: v for k, v in options.items() if v is not None})
+        again = action._execute_module(module_name="rlark.ops.rlark_ckpt_gate", module_args=args, task_vars=task_vars)
+        if again.get("failed") and "complete" not in again:
+            waited.update(failed=True, msg=again.get("msg", "integrity manifest failed"))
+            return False
+        for key in ("complete", "problems", "integrity"):
+            if key in again:
+                waited[key] = again[key]
+        return bool(again.get("changed"))
+    try:
+        return integrity.apply(
+            _source(params),
+            waited,
+            params["integrity"],
+            path=params["integrity_path"],
+            manifest=params["integrity_manifest"],
+            workers=params["hash_workers"],
+            check_mode=action._play_context.check_mode,
+        )
+    except (layouts.GateError, OSError) as exc:
+        waited.update(failed=True, msg="integrity manifest: %s" % exc)
+        return False
+
+
+def _source(params):
+    if params["path"]:
+        return LocalSource(params["path"])
+    s3 = params["s3"]
+    return S3Source(
+        s3["bucket"],
+        prefix=s3["prefix"],
+        endpoint_url=s3["endpoint_url"],
+        region=s3["region"],
+        access_key=s3["access_key"],
+        secret_key=s3["secret_key"],
+    )
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        spec = gate_spec()
-        spec.update(WAIT_SPEC)
-        params = self.validate_argument_spec(
-            argument_spec=spec, mutually_exclusive=[("path", "s3")], required_one_of=[("path", "s3")]
-        )[1]
-        gate_args = {k: v for k, v in self._task.args.items() if k not in WAIT_SPEC and k not in INTEGRITY_ARGS}
-        gate_args["fail_when_incomplete"] = False
-        in_process = self._connection.transport == "local" and not any(self._task.environment or [])
         host = task_vars.get("inventory_hostname", "")
-
-        def judge():
-            if not in_process:
-                return self._execute_module(
-                    module_name="rlark.ops.rlark_ckpt_gate", module_args=gate_args, task_vars=task_vars
-                )
-            try:
-                return run_gate(self._source(params), {name: params[name] for name in GATE_OPTIONS})
-            except (layouts.GateError, ImportError) as exc:
-                return {"failed": True, "msg": str(exc)}
 
         def progress(line):
             display.display("%s: %s" % (host, line), stderr=True)
 
-        waited = wait_for_gate(
-            judge,
-            newer_than=params["newer_than"],
-            newest_complete=params["newest_complete"],
-            timeout=params["timeout"],
-            interval=params["interval"],
-            progress=progress if params["timeout"] > 0 else None,
-        )
-        waited.pop("invocation", None)
-        changed = False
-        if params["integrity"] != "off" and waited.get("complete") and not waited.get("failed"):
-            changed = self._integrity(waited, params, gate_args, in_process, task_vars)
-        result.update(waited)
-        result["changed"] = changed
+        result.update(checkpoint_wait(self, self._task.args, task_vars, progress))
         return result
-
-    def _integrity(self, waited, params, gate_args, in_process, task_vars):
-        """Write or verify the manifest of the step the wait settled on; True when a manifest was written."""
-        if params["hash_workers"] is not None and params["hash_workers"] < 1:
-            waited.update(failed=True, msg="hash_workers must be at least 1, got %d" % params["hash_workers"])
-            return False
-        options = {name: params[name] for name in INTEGRITY_ARGS}
-        if not in_process:
-            args = dict(gate_args, step=str(waited["step"]), **{k: v for k, v in options.items() if v is not None})
-            again = self._execute_module(module_name="rlark.ops.rlark_ckpt_gate", module_args=args, task_vars=task_vars)
-            if again.get("failed") and "complete" not in again:
-                waited.update(failed=True, msg=again.get("msg", "integrity manifest failed"))
-                return False
-            for key in ("complete", "problems", "integrity"):
-                if key in again:
-                    waited[key] = again[key]
-            return bool(again.get("changed"))
-        try:
-            return integrity.apply(
-                self._source(params),
-                waited,
-                params["integrity"],
-                path=params["integrity_path"],
-                manifest=params["integrity_manifest"],
-                workers=params["hash_workers"],
-                check_mode=self._play_context.check_mode,
-            )
-        except (layouts.GateError, OSError) as exc:
-            waited.update(failed=True, msg="integrity manifest: %s" % exc)
-            return False
-
-    @staticmethod
-    def _source(params):
-        if params["path"]:
-            return LocalSource(params["path"])
-        s3 = params["s3"]
-        return S3Source(
-            s3["bucket"],
-            prefix=s3["prefix"],
-            endpoint_url=s3["endpoint_url"],
-            region=s3["region"],
-            access_key=s3["access_key"],
-            secret_key=s3["secret_key"],
-        )

@@ -4,6 +4,10 @@
 
 The logs are read where the controller reads them (the rlark.ops.job_logs sources), so this always
 runs in the worker process; progress lines of the wait go to the terminal as they happen.
+
+With ``checkpoint_wait`` the same call first waits for the next complete checkpoint (the gate runs
+on the task's target, as rlark_ckpt_wait does) and sends the stop within milliseconds of the
+verdict: no task, no module start and no client setup between the two.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,12 +17,15 @@ __metaclass__ = type
 from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.rlark.ops.plugins.action.rlark_ckpt_wait import checkpoint_wait
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec, auth_params
 from ansible_collections.rlark.ops.plugins.module_utils.findings import render
+from ansible_collections.rlark.ops.plugins.module_utils.gate_wait import not_ready_reason
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, head_pod_name, read_logs
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import stop_with_logs
+from ansible_collections.rlark.ops.plugins.module_utils.verify import log_report
 
 display = Display()
 
@@ -34,6 +41,9 @@ SPEC = dict(
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=600),
     wait_sleep=dict(type="float", default=1.0),
+    checkpoint_wait=dict(type="dict"),
+    done_markers=dict(type="list", elements="raw", default=[]),
+    markers_live=dict(type="dict", default={}),
 )
 
 
@@ -41,9 +51,18 @@ def _http_get(url):
     return open_url(url, headers={"Accept": "application/json"}, timeout=10).read()
 
 
+def markers_missing(markers, live):
+    """``ready`` for stop_with_logs: the configured "uploads finished" markers in the head log."""
+
+    def ready(head_log):
+        report = log_report(head_log, startup=markers, live=live)
+        return "" if report["ok"] else "Not finished yet: " + "; ".join(report["missing"] + report["errors"])
+
+    return ready
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -70,6 +89,16 @@ class ActionModule(ActionBase):
         client = None
         try:
             client = client_from_params(auth_params(p), timeout=p["wait_timeout"] + 60, log=display.vvv)
+            if p["checkpoint_wait"]:
+                # Client ready before the wait: the stop follows the verdict with nothing in between.
+                result["gate"] = checkpoint_wait(self, p["checkpoint_wait"], task_vars, progress)
+                wait_args = p["checkpoint_wait"]
+                not_ready = not_ready_reason(
+                    result["gate"], wait_args.get("newer_than", -1), wait_args.get("newest_complete", True)
+                )
+                if not_ready:
+                    result.update(failed=True, changed=False, msg=not_ready)
+                    return result
             outcome = stop_with_logs(
                 client,
                 name,
@@ -80,6 +109,7 @@ class ActionModule(ActionBase):
                 timeout=p["wait_timeout"],
                 interval=p["wait_sleep"],
                 progress=progress,
+                ready=markers_missing(p["done_markers"], p["markers_live"]) if p["done_markers"] else None,
             )
         except Refused as exc:
             result.update(failed=True, changed=False, msg="%s %s" % (exc, render(exc.findings)), findings=exc.findings)

@@ -45,6 +45,15 @@ def satisfied(result, newer_than=-1, newest_complete=True):
     return True, state
 
 
+def not_ready_reason(waited, newer_than=-1, newest_complete=True):
+    """Why a wait's result does not let a stop go ('' when it does): what was waited for and the gate's reason."""
+    done, _state = satisfied(waited, newer_than, newest_complete)
+    if done:
+        return ""
+    prefix = (waited.get("wait_msg", "") + " ") if waited.get("timed_out") else ""
+    return prefix + (summarize(waited)["reason"] or "the newest checkpoint is not complete")
+
+
 def wait_for_gate(judge, newer_than=-1, newest_complete=True, timeout=0, interval=1.0, progress=None, clock=None):
     """Call ``judge() -> gate result`` until satisfied or ``timeout``; the last result plus wait fields.
 
@@ -73,4 +82,4 @@ def wait_for_gate(judge, newer_than=-1, newest_complete=True, timeout=0, interva
     return out
 
 
-__all__ = ["describe_wait", "satisfied", "wait_for_gate"]
+__all__ = ["describe_wait", "not_ready_reason", "satisfied", "wait_for_gate"]

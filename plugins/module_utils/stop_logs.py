@@ -79,19 +79,35 @@ class LogTail:
 
 
 def stop_with_logs(
-    client, name, read, head_pod, check_mode=False, wait=True, timeout=600, interval=1.0, progress=None, **clocks
+    client,
+    name,
+    read,
+    head_pod,
+    check_mode=False,
+    wait=True,
+    timeout=600,
+    interval=1.0,
+    progress=None,
+    ready=None,
+    **clocks,
 ):
     """Read the logs, stop Job ``name`` (``spec.stopped`` only), then tail them until no Pod CR remains.
 
     ``read() -> {pod: text}`` is the log source. Returns the result dict of rlark_stop_with_logs;
     ``failed`` with ``msg`` when the pods did not go within ``timeout`` (the logs read so far are kept).
-    ``clocks`` (``clock``, ``sleep``) go to the Waiter (tests). Raises ``jobs.Refused`` and
+    ``ready(head_log) -> reason`` judges the logs read right before the patch: a non-empty reason
+    sends no stop and returns ``msg`` without ``patched_at``. ``clocks`` (``clock``, ``sleep``) go to
+    the Waiter (tests). Raises ``jobs.Refused`` and
     ``kube.KubeError`` as the stop does.
     """
     tail = LogTail(read)
     result = {"changed": False, "logs": {}, "head_pod": head_pod, "wait_log": []}
     if not check_mode:
         tail.poll(strict=True)  # logs that cannot be read refuse the stop: nothing half-done
+        reason = ready(tail.logs.get(head_pod, "")) if ready else ""
+        if reason:
+            result.update(msg=reason, logs=tail.logs, head_log=tail.logs.get(head_pod, ""))
+            return result
     outcome = set_stopped(client, name, True, check_mode=check_mode)
     result.update(changed=outcome["changed"], action=outcome["action"], patched_at=utc_iso(time.time()))
     if check_mode:

@@ -166,6 +166,10 @@ def test_stop_at_the_next_checkpoint_states_the_lost_work(running):
     assert job_view(w.sandbox, w.name)[0]["stopped"] is True
     # Progress without retry noise: the wait reports what it waits for; no task looped with until/retries.
     results = job_host_results(run, w.name)
-    waits = [r for t, r in results if t == "Gate the checkpoint where it lives" and r.get("wait_log")]
-    assert any("a complete checkpoint newer than global_step_" in line for line in waits[-1]["wait_log"]), waits
+    # The wait and the stop are one call: the patch follows the gate's verdict within the same process.
+    stops = [r for t, r in results if t.startswith("Stop the Job (spec.stopped only)") and r.get("gate")]
+    assert stops, [t for t, _ in results]
+    gate = stops[-1]["gate"]
+    assert any("a complete checkpoint newer than global_step_" in line for line in gate["wait_log"]), gate
+    assert gate["latest_complete_step"] == record["global_step"], (gate, record["global_step"])
     assert not [t for t, r in results if "attempts" in r], "a task retried with until/retries"

@@ -115,6 +115,21 @@ def test_unreadable_logs_refuse_before_the_patch():
     assert api.count("PATCH") == 0
 
 
+def test_stop_not_ready_by_the_logs_read_before_the_patch_sends_nothing():
+    api = seeded()
+    client = make_client(api)
+    seen = []
+
+    def ready(head_log):
+        seen.append(head_log)
+        return "Not finished yet: upload done"
+
+    out = stop_logs.stop_with_logs(client, "demo", lambda: {"demo-actor-0": "saving\n"}, "demo-actor-0", ready=ready)
+    assert seen == ["saving\n"] and out["msg"] == "Not finished yet: upload done"
+    assert "patched_at" not in out and out["head_log"] == "saving\n"
+    assert api.get("jobs", "demo")["spec"]["stopped"] is False and api.count("PATCH") == 0
+
+
 def test_stop_pods_that_never_go_fail_with_what_was_awaited_and_keep_the_logs():
     api = seeded()
     clock = FakeClock()
@@ -183,6 +198,21 @@ def test_gate_wait_timeout_says_what_was_awaited():
     out = gate_wait.wait_for_gate(judge, newer_than=-1, newest_complete=True, timeout=3, interval=1, clock=clock)
     assert out["timed_out"] and "newest checkpoint to be complete" in out["wait_msg"]
     assert "Timed out after 3s" in out["wait_msg"] and "missing 2 required entries" in out["wait_msg"]
+
+
+def test_not_ready_reason_lets_only_the_awaited_checkpoint_through():
+    clock = FakeClock()
+
+    def judge():
+        clock.now += 1
+        return gate(6, 3, False)
+
+    waited = gate_wait.wait_for_gate(judge, newer_than=3, timeout=2, interval=1, clock=clock)
+    reason = gate_wait.not_ready_reason(waited, newer_than=3)
+    assert reason.startswith("Timed out after 2s") and "newer than global_step_3" in reason
+    assert "missing 2 required entries" in reason
+    assert gate_wait.not_ready_reason(gate(6, 6), newer_than=3) == ""
+    assert gate_wait.not_ready_reason(gate(6, 3), newer_than=3, newest_complete=False) != ""
 
 
 def test_gate_wait_judge_once_is_no_timeout():
