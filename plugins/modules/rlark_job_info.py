@@ -89,7 +89,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 resources:
-  description: One entry per Job.
+  description: One entry per Job, secret-looking values (env passwords, tokens, keys) masked; names, labels and states are not.
   returned: always
   type: list
   elements: dict
@@ -137,6 +137,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
 )
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import JOBS, get_job, read_many
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 
 
 def main():
@@ -176,7 +177,7 @@ def main():
     finally:
         if client is not None:
             client.close()
-    module.exit_json(changed=False, resources=resources, **call_counts(client))
+    module.exit_json(changed=False, **redact_result({"resources": resources}), **call_counts(client))
 
 
 if __name__ == "__main__":
