@@ -89,7 +89,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 resources:
-  description: One entry per Job, secret-looking values (env passwords, tokens, keys) masked; names, labels and states are not.
+  description:
+    - One entry per Job.
+    - Secret-looking values (env passwords, tokens, keys) are masked; names, labels and states are not.
   returned: always
   type: list
   elements: dict
