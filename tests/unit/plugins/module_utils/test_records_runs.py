@@ -100,3 +100,10 @@ def test_refused_inputs_go_to_a_clearly_named_folder(tmp_path):
         assert os.listdir(str(tmp_path)) == ["invalid-inputs"]  # and no index of a Job
         assert read(paths[0])["outcome"] == "refused" and read(paths[0])["data"]["job_name"] == result["job_name"]
     assert len(os.listdir(str(tmp_path / "invalid-inputs"))) == 2
+
+
+def test_identity_names_the_api_user_and_groups_next_to_the_controller_user():
+    identity = records.acting_identity("set-by-hand", {"username": "rlark-operator", "groups": ["rlark:operators"]})
+    assert identity["api_user"] == "rlark-operator" and identity["api_groups"] == ["rlark:operators"]
+    assert identity["user"] and identity["host"]
+    assert "api_groups" not in records.acting_identity("set-by-hand")
