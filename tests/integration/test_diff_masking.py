@@ -69,7 +69,9 @@ def test_check_diff_verbose_shows_the_diff_but_no_secret(sandbox, tmp_path):
         env = ansible_env(sandbox.env(), sandbox.kubeconfig)
         env.update(ANSIBLE_LOG_PATH=log, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
         cmd = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", path]
-        run = subprocess.run(cmd + ["--check", "--diff", "-v"], env=env, cwd=ROOT, capture_output=True, text=True)
+        run = subprocess.run(
+            cmd + ["--check", "--diff", "-v"], env=env, cwd=ROOT, capture_output=True, text=True, check=False
+        )
         assert run.returncode == 0, run.stdout + run.stderr
         with open(log) as fh:
             texts = {"stdout": run.stdout, "stderr": run.stderr, "log": fh.read()}
