@@ -111,7 +111,7 @@ def without_noise(data):
             if key in _NOISE_METADATA or key in _NOISE_ANNOTATIONS:
                 continue
             if "mtime" in str(key).lower() and isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[key] = iso_utc(value)
+                out[key] = iso_utc(value / 1e9 if str(key).endswith("_ns") else value)  # st_mtime_ns
             else:
                 out[key] = without_noise(value)
         return out

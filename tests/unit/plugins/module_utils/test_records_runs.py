@@ -107,3 +107,7 @@ def test_identity_names_the_api_user_and_groups_next_to_the_controller_user():
     assert identity["api_user"] == "rlark-operator" and identity["api_groups"] == ["rlark:operators"]
     assert identity["user"] and identity["host"]
     assert "api_groups" not in records.acting_identity("set-by-hand")
+
+
+def test_nanosecond_mtimes_become_iso_utc_too():
+    assert records.without_noise({"mtime_ns": 1796086380398115480}) == {"mtime_ns": "2026-12-01T00:53:00Z"}
