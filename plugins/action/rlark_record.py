@@ -59,7 +59,8 @@ class ActionModule(ActionBase):
         except ValueError as exc:
             result.update(failed=True, msg="rlark_records_mode: %s" % exc)
             return result
-        options = {"mode": mode, "identity": acting_identity(task_vars.get("rlark_api_user"))}
+        identity = acting_identity(task_vars.get("rlark_api_user"), task_vars.get("rlark_api_identity"))
+        options = {"mode": mode, "identity": identity}
         try:
             path = write_record(
                 args["records_dir"], args["job"], args["kind"], plain(args["data"]), run_id,

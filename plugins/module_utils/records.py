@@ -87,8 +87,9 @@ def collection_version():
     return "unknown"
 
 
-def acting_identity(api_user=None):
-    """Who ran it: the controller user and host, and the API identity when the caller knows it."""
+def acting_identity(api_user=None, api_identity=None):
+    """Who ran it: the controller user and host, and the API identity (``{username, groups}`` of a
+    SelfSubjectReview, else ``api_user``) when the caller knows it."""
     try:
         user = getpass.getuser()
     except Exception:  # no passwd entry in some containers
@@ -96,6 +97,9 @@ def acting_identity(api_user=None):
     out = {"user": user, "host": socket.gethostname()}
     if api_user:
         out["api_user"] = api_user
+    if (api_identity or {}).get("username"):
+        out["api_user"] = api_identity["username"]
+        out["api_groups"] = list(api_identity.get("groups") or [])
     return out
 
 

@@ -144,6 +144,8 @@ SECRET_RULES = (
     Rule("azure-sas", "an Azure SAS signature", None, r"\bsig=[A-Za-z0-9%+/=]{20,}"),
     Rule("twilio-key", "a Twilio API key", None, r"\bSK[0-9a-f]{32}\b"),
     Rule("databricks-token", "a Databricks token", None, r"\bdapi[0-9a-f]{32}\b"),
+    # a value masked in a module result (rlark_job copy_from): reviewing it must still refuse
+    Rule("masked-value", "a value rlark.ops masked as a secret", None, re.escape(MASK)),
     # shapes with their own masking (see _redact_text)
     Rule("auth-header", "an Authorization header value", None, r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
     Rule("url-password", "a URL with user:password", None, r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)"),
@@ -299,6 +301,15 @@ def redact(data):
     if isinstance(data, str):
         return redact_text(data)
     return data
+
+
+# Module result keys that carry Job, Task, Pod or Node objects, their diff or their logs.
+RESULT_KEYS = ("job", "tasks", "pods", "nodes", "resources", "diff", "logs", "head_log")
+
+
+def redact_result(result, keys=RESULT_KEYS):
+    """A module result with secret values masked under ``keys``: names, labels and states stay readable."""
+    return {key: redact(value) if key in keys else value for key, value in result.items()}
 
 
 def _is_reference(key):

@@ -18,6 +18,7 @@ import time
 
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import read_tree, set_stopped, task_replicas
+from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
 
 
@@ -143,7 +144,7 @@ def stop_with_logs(
     result["last_line_seen_at"] = {pod: utc_iso(at) for pod, at in sorted(tail.last_line_seen.items())}
     head_seen = tail.last_line_seen.get(head_pod)
     result["head_last_line_seen_at"] = utc_iso(head_seen) if head_seen else None
-    return result
+    return redact_result(result)  # the logs are shown with -v: a secret echoed by the workload stays hidden
 
 
 __all__ = ["LogTail", "merge_log", "stop_with_logs", "utc_iso"]

@@ -36,9 +36,10 @@ attributes:
     description: Runs on the controller or any host that can reach the API server.
 options:
   job:
-    description: Name of the Job to be stopped.
+    description:
+      - Name of the Job to be stopped.
+      - Without it only the identity is asked (the playbooks name it in every record header).
     type: str
-    required: true
   timeout:
     description: Seconds for all API calls, retries included.
     type: int

@@ -179,7 +179,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 job:
-  description: The Job after the action (the dry-run result in check mode); empty when absent.
+  description:
+    - The Job after the action (the dry-run result in check mode); empty when absent.
+    - Secret-looking values (env passwords, tokens, keys, webhook URLs) are masked here, in RV(tasks), RV(pods) and
+      in the diff; names, labels and states are not.
   returned: always
   type: dict
 tasks:
@@ -254,6 +257,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
 )
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
+from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 from ansible_collections.rlark.ops.plugins.module_utils.resume import copy_job
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
 from ansible_collections.rlark.ops.plugins.module_utils.write_checks import check_before_write, replica_change_findings
@@ -452,7 +456,7 @@ def main():
     for item in result["findings"]:
         if item["severity"] == WARNING:
             module.warn("%s: %s" % (item["id"], item["message"]))
-    module.exit_json(**result, **call_counts(client))
+    module.exit_json(**redact_result(result), **call_counts(client))
 
 
 if __name__ == "__main__":

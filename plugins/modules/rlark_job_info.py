@@ -89,7 +89,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 resources:
-  description: One entry per Job.
+  description:
+    - One entry per Job.
+    - Secret-looking values (env passwords, tokens, keys) are masked; names, labels and states are not.
   returned: always
   type: list
   elements: dict
@@ -144,6 +146,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
 )
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import JOBS, get_job, read_many
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 
 
 def main():
@@ -183,7 +186,7 @@ def main():
     finally:
         if client is not None:
             client.close()
-    module.exit_json(changed=False, resources=resources, **call_counts(client))
+    module.exit_json(changed=False, **redact_result({"resources": resources}), **call_counts(client))
 
 
 if __name__ == "__main__":

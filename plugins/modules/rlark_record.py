@@ -14,7 +14,8 @@ description:
   - Writes O(data) as YAML to C(<records_dir>/<job>/<run id>/<kind>.yml) on the controller, with secrets masked
     by key name and by value shape, C(managedFields) stripped, atomically, never overwriting an existing record.
   - Every record starts with a header naming the record kind, the Job, the run id, the time (ISO-8601 UTC), the
-    collection version, the acting identity (controller user and host) and the O(outcome).
+    collection version, the acting identity (controller user and host, and the API username and groups from the variable
+    C(rlark_api_identity) that the playbooks set from a C(SelfSubjectReview)) and the O(outcome).
   - All records of one playbook run share one run id, so they land in one directory per Job; the playbooks set
     the variable C(rlark_run_id) once at their start and this plugin uses it when O(run_id) is not given.
   - C(<records_dir>/_index/<job>.yml) lists every run of the Job with the outcome of each record.

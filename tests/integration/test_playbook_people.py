@@ -144,7 +144,7 @@ def test_migrate_stop_resume_records_one_directory_per_run(sandbox, tmp_path):
         assert [r.split("-")[1] for r in runs] == ["migrate", "guarded", "migrate", "resume"], runs
         assert kinds[0] == ["preflight.yml", "run.yml", "verify.yml"], kinds
         assert "stop.yml" in kinds[1] and kinds[2] == ["preflight.yml"], kinds
-        assert kinds[3] == ["original-job.yml", "resume.yml"], kinds
+        assert kinds[3] == ["original-job.yml", "resume-proof.yml", "resume.yml"], kinds
         assert "%s/%s/%s" % (w.records, w.name, runs[0]) in "\n".join(summary)
         new_runs = os.listdir(os.path.join(w.records, w.created[-1]))
         assert new_runs == [runs[3]], "the resumed Job's verify record must carry the resume's run id"

@@ -54,6 +54,15 @@ def test_access_allowed_has_no_message():
     assert out["identity"]["username"] == "rlark-operator"
 
 
+def test_access_check_without_a_job_only_asks_who_acts(monkeypatch):
+    client = ReviewClient(set(), "rlark-operator")
+    client.close = lambda: None
+    monkeypatch.setattr(access, "client_from_params", lambda params, timeout=60, log=None: client)
+    out = access.run_access_check({"job": None, "timeout": 5})
+    assert out["identity"] == {"username": "rlark-operator", "groups": ["rlark:viewers"]} and not out.get("failed")
+    assert client.asked == [], "no access review without a Job"
+
+
 def test_merge_log_keeps_lines_a_window_dropped():
     assert stop_logs.merge_log("a\nb\n", "a\nb\nc\n") == "a\nb\nc\n"
     assert stop_logs.merge_log("a\nb\nc\n", "b\nc\nd\n") == "a\nb\nc\nd\n"

@@ -118,3 +118,10 @@ def test_a_nanosecond_mtime_is_kept_and_an_epoch_mtime_becomes_a_time(tmp_path):
         written = yaml.safe_load(fh)["data"]
     assert written["tree"]["global_step_3/a.pt"]["mtime_ns"] == 1796085685718159630
     assert written["mtime"] == "1970-01-01T00:00:00Z"
+
+
+def test_identity_names_the_api_user_and_groups_next_to_the_controller_user():
+    identity = records.acting_identity("set-by-hand", {"username": "rlark-operator", "groups": ["rlark:operators"]})
+    assert identity["api_user"] == "rlark-operator" and identity["api_groups"] == ["rlark:operators"]
+    assert identity["user"] and identity["host"]
+    assert "api_groups" not in records.acting_identity("set-by-hand")
