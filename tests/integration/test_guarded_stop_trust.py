@@ -63,7 +63,9 @@ def test_check_mode_says_would_stop_writes_nothing_and_leaves_the_job(running):
     assert run.rc == 0, run
     line = row(outcome_table(run), w.name)
     assert " would stop " in line and "would stop at step" in line, line
-    assert elapsed <= 30, "check mode took %.1fs" % elapsed
+    # Not a timing target (that is bench/test_bench_fleet_check.py, <= 30 s for 20 Jobs): a check mode that
+    # waits for pods polls for 600 s; a loaded CI machine must not fail a correct run.
+    assert elapsed < 300, "check mode waited (%.1fs): it must not wait for pods" % elapsed
     assert job_view(w.sandbox, w.name) == before, "check mode changed the Job"
     assert files_under(w.records) == files_before, "check mode wrote files"
     assert job_pods(w.sandbox, w.name), "check mode waited the pods away?"
