@@ -170,7 +170,7 @@ def test_stop_at_the_next_checkpoint_states_the_lost_work(running):
     results = job_host_results(run, w.name)
     # The wait and the stop are one call: the patch follows the gate's verdict within the same process.
     stops = [r for t, r in results if t.startswith("Stop the Job (spec.stopped only)") and r.get("gate")]
-    assert stops, [t for t, _ in results]
+    assert stops, [t for t, _r in results]
     gate = stops[-1]["gate"]
     assert any("a complete checkpoint newer than global_step_" in line for line in gate["wait_log"]), gate
     assert gate["latest_complete_step"] == record["global_step"], (gate, record["global_step"])
