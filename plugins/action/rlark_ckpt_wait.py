@@ -17,8 +17,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.gate_wait import wait_for_gate
 from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS
 from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import argument_spec as gate_spec
@@ -59,7 +58,7 @@ def checkpoint_wait(action, args, task_vars, progress=None):
                 module_name="rlark.ops.rlark_ckpt_gate", module_args=gate_args, task_vars=task_vars
             )
         try:
-            return run_gate(_source(params), {name: params[name] for name in GATE_OPTIONS})
+            return run_gate(source_from_params(params), {name: params[name] for name in GATE_OPTIONS})
         except (layouts.GateError, ImportError) as exc:
             return {"failed": True, "msg": str(exc)}
 
@@ -96,7 +95,7 @@ def _integrity(action, waited, params, gate_args, in_process, task_vars):
         return bool(again.get("changed"))
     try:
         return integrity.apply(
-            _source(params),
+            source_from_params(params),
             waited,
             params["integrity"],
             path=params["integrity_path"],
@@ -107,20 +106,6 @@ def _integrity(action, waited, params, gate_args, in_process, task_vars):
     except (layouts.GateError, OSError) as exc:
         waited.update(failed=True, msg="integrity manifest: %s" % exc)
         return False
-
-
-def _source(params):
-    if params["path"]:
-        return LocalSource(params["path"])
-    s3 = params["s3"]
-    return S3Source(
-        s3["bucket"],
-        prefix=s3["prefix"],
-        endpoint_url=s3["endpoint_url"],
-        region=s3["region"],
-        access_key=s3["access_key"],
-        secret_key=s3["secret_key"],
-    )
 
 
 class ActionModule(ActionBase):

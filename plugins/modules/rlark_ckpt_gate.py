@@ -303,7 +303,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import S3_ARG_SPEC
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 
 GATE_OPTIONS = (
     "runner",
@@ -346,23 +346,14 @@ def argument_spec():
 
 
 def open_source(module):
-    if module.params["path"]:
-        return LocalSource(module.params["path"])
-    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source, import_boto3
+    if not module.params["path"]:
+        from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import import_boto3
 
-    s3 = module.params["s3"]
-    try:
-        import_boto3()
-    except ImportError as exc:
-        module.fail_json(msg=missing_required_lib("boto3"), exception=str(exc))
-    return S3Source(
-        s3["bucket"],
-        prefix=s3["prefix"],
-        endpoint_url=s3["endpoint_url"],
-        region=s3["region"],
-        access_key=s3["access_key"],
-        secret_key=s3["secret_key"],
-    )
+        try:
+            import_boto3()
+        except ImportError as exc:
+            module.fail_json(msg=missing_required_lib("boto3"), exception=str(exc))
+    return source_from_params(module.params)
 
 
 def main():
