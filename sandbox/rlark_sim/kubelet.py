@@ -51,8 +51,11 @@ def options(query):
     return opts
 
 
-def log_stream(entry, pod, container, opts):
-    """Bytes of the requested container log; BadRequest with the kubelet's words when there is none."""
+def log_stream(entry, pod, container, opts, current=lambda: None):
+    """Bytes of the requested container log; BadRequest with the kubelet's words when there is none.
+
+    `current()` looks the pod up again: a follow ends when the container stops, restarts or the pod goes.
+    """
     if container not in entry.containers:
         raise BadRequest('container "%s" in pod "%s" is not available' % (container, pod))
     if container != "main":
@@ -67,7 +70,12 @@ def log_stream(entry, pod, container, opts):
     follow = None
     if opts["follow"] and not opts["previous"]:
         restarts = plog.restart_count(entry.uid)
-        follow = lambda: entry.running() and plog.restart_count(entry.uid) == restarts  # noqa: E731
+
+        def follow():
+            now = current()
+            same = now is not None and now.uid == entry.uid
+            return same and now.running() and plog.restart_count(now.uid) == restarts
+
     chunks = plog.stream(first, end, opts["tail"], opts["since_ns"], opts["timestamps"], follow)
     return podlog.limit_bytes(chunks, opts["limit"]) if opts["limit"] is not None else chunks
 
@@ -91,7 +99,8 @@ class _Handler(BaseHTTPRequestHandler):
         if entry is None:
             return self._fail(404, 'pod "%s/%s" not found on this node' % (namespace, pod))
         try:
-            chunks = log_stream(entry, pod, container, options(url.query))
+            again = lambda: self.server.lookup(namespace, pod)  # noqa: E731
+            chunks = log_stream(entry, pod, container, options(url.query), again)
             first = next(chunks, b"")
         except (ValueError, BadRequest) as exc:
             return self._fail(400, str(exc))

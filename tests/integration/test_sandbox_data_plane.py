@@ -17,6 +17,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.request
 from urllib.parse import urlencode, urlsplit
 
@@ -256,10 +257,18 @@ def test_previous_is_the_container_before_the_restart(sandbox, job):
     assert reader.text(pod).startswith(b"Starting Ray head node")
 
 
-def test_a_stopped_job_leaves_the_data_plane(sandbox, crs, job):
+def test_a_stopped_job_ends_follow_and_leaves_the_data_plane(sandbox, crs, job):
     name, _, _ = job
+    reader, pod = LogReader(sandbox.data_plane_kubeconfigs["a100"]), name + "-actor-0"
+    current = reader.text(pod)
+    followed = {}
+    follower = threading.Thread(target=lambda: followed.update(result=reader.read(pod, follow="true")), daemon=True)
+    follower.start()
     crs.patch_cluster_custom_object(GROUP, VERSION, "jobs", name, {"spec": {"stopped": True}})
     a100, h100 = core(sandbox, "a100"), core(sandbox, "h100")
+    follower.join(timeout=120)
+    assert not follower.is_alive(), "follow=true did not end when the container stopped"
+    assert followed["result"] == (200, current)
 
     def gone(api, pod):
         try:
