@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Local RLark sandbox: etcd + kube-apiserver (RBAC, static tokens) + RLark CRDs + fleet + S3 + rlark-sim.
+"""Local RLark sandbox: etcd + kube-apiserver (RBAC, static tokens) + RLark CRDs + fleet + S3 + rlark-sim,
+plus one data-plane kube-apiserver per cluster ID (pods, nodes and logs; see docs/sandbox.md).
 
   sandboxctl.py up [--crds project|upstream] [--no-sim] [--sim-args "..."]
                    ($RLARK_CONTROLLER_MANAGER=/path: RLark's own controller-manager replaces rlark-sim's controller)
