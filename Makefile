@@ -108,7 +108,7 @@ IT_API := $(filter-out $(IT_PLAYBOOKS),$(sort $(wildcard $(IT)/test_*.py)))
 # What depends on the CRDs themselves (issue: "the same suite passes with the upstream CRDs"):
 # the sandbox, rlark-sim, strict rendering and the Job writes.
 IT_UPSTREAM := $(IT)/test_sandbox_crds.py $(IT)/test_sandbox_infra.py $(IT)/test_sim_rlark.py $(IT)/test_sim_fidelity.py \
-               $(IT)/test_render_apiserver.py $(IT)/test_job_modules.py
+               $(IT)/test_render_apiserver.py $(IT)/test_job_modules.py $(IT)/test_sandbox_data_plane.py
 IT_STATE := $(CURDIR)/.sandbox/it
 # RLARK_CONTROLLER_MANAGER=/path runs RLark's own controller-manager instead of rlark-sim's controller;
 # tests of rlark-sim's own options are then deselected by their marker (pytest reports them as deselected).
