@@ -2,7 +2,8 @@
 
 The text stays in `<state>/logs/<job>/<pod>.log` (appended across containers and pod incarnations,
 what the `files` log source reads). Beside it, in `<state>/logs/_kubelet/<job>/`:
-- `<pod>.idx`: one 16-byte record per line, (write time in ns, byte offset just after the line);
+- `<pod>.idx`: one 16-byte record per line, (write time in ns, byte offset just after the line); times
+  strictly increase line by line (1 ns apart within a batch), so a line's time identifies it;
 - `<pod>.containers`: one JSON line per container start {"pod": <Pod CR uid>, "line": first line index}.
 Readers stream byte ranges of the text file; nothing is loaded whole.
 """
@@ -46,6 +47,7 @@ class PodLog:
         self.idx_path = os.path.join(side, stem + ".idx")
         self.containers_path = os.path.join(side, stem + ".containers")
         self._containers = None
+        self._last = None  # time of the last line written (ns)
 
     # ------------------------------------------------------------ writing
     def start_container(self, pod_uid):
@@ -75,15 +77,26 @@ class PodLog:
                 offset = out.seek(0, os.SEEK_END)
                 records = []
                 data = []
-                now = time.time_ns()
+                stamp = max(time.time_ns(), self._last_stamp() + 1)
                 for text in parts:
                     raw = (text + "\n").encode("utf-8", "replace")
                     offset += len(raw)
                     data.append(raw)
-                    records.append(RECORD.pack(now, offset))
+                    records.append(RECORD.pack(stamp, offset))
+                    stamp += 1
+                self._last = stamp - 1
                 out.write(b"".join(data))
             with open(self.idx_path, "ab") as idx:
                 idx.write(b"".join(records))
+
+    def _last_stamp(self):
+        if self._last is None:
+            count = self.line_count()
+            self._last = 0
+            if count:
+                with open(self.idx_path, "rb") as idx:
+                    self._last = self._record(idx, count - 1)[0]
+        return self._last
 
     # ------------------------------------------------------------ reading
     def containers(self):

@@ -69,7 +69,17 @@ def test_tail_since_and_timestamps(tmp_path, clock):
     assert body(log, 0, None, tail=4, since_ns=3_000_000_000) == b"c\nd\ne\n"
     assert body(log, 0, None, since_ns=9_000_000_000) == b""
     stamped = body(log, 0, None, tail=1, timestamps=True)
-    assert stamped == b"1970-01-01T00:00:04.000000000Z e\n"
+    assert stamped == b"1970-01-01T00:00:04.000000001Z e\n"  # 1 ns after d: every line's time is its own
+
+
+def test_line_times_strictly_increase_even_when_the_clock_does_not(tmp_path, monkeypatch):
+    monkeypatch.setattr(podlog.time, "time_ns", lambda: 5)
+    log = new_log(tmp_path)
+    log.lines(["a", "b"])
+    podlog.PodLog(log.path).lines(["c"])  # a restarted rlark-sim continues after the last recorded time
+    assert body(log, 0, None, timestamps=True) == b"".join(
+        podlog.rfc3339nano(n).encode() + b" " + t + b"\n" for n, t in ((5, b"a"), (6, b"b"), (7, b"c"))
+    )
 
 
 def test_rfc3339nano_has_nine_digits_and_utc():
