@@ -16,7 +16,7 @@ from .dataplane import DataPlane
 from .gateway import GatewayServer
 from .kube import ApiError, Informer, Kube, core_path, crd_path, wait_synced
 from .storage import S3Settings
-from .trainer import TrainerManager
+from .trainer import TrainerManager, pod_log_path
 
 log = logging.getLogger("rlark_sim")
 
@@ -93,8 +93,8 @@ def main(argv=None):
     data_plane = None
     if args.data_plane:
         with open(args.data_plane) as fh:
-            log_path = TrainerManager(tasks, pods, state_dir, None).log_path
-            data_plane = DataPlane(json.load(fh), tasks, nodes, pods, log_path)
+            conf = json.load(fh)
+        data_plane = DataPlane(conf, tasks, nodes, pods, lambda task, local: pod_log_path(state_dir, task, local))
     if args.gateway_port:
         GatewayServer(args.gateway_port, kube, data_plane.clients() if data_plane else {}).start()
     stopping = threading.Event()

@@ -8,7 +8,6 @@ rlark-sim's log server for that cluster; a Pod CR becomes the pod `<job>-<task>-
 
 import json
 import logging
-import threading
 import time
 from dataclasses import dataclass
 
@@ -185,19 +184,14 @@ class DataPlane:
             KubeletServer(cid, c.kubelet_port, config["kubelet_tls"], c.lookup).start()
             for cid, c in self.clusters.items()
         ]
-        self._lock = threading.Lock()
-
-    def cluster_of(self, namespace):
-        return self.clusters.get(namespace[len("rlark-") :]) if namespace.startswith("rlark-") else None
 
     def reconcile_all(self):
-        with self._lock:
-            for cluster in self.clusters.values():
-                try:
-                    self.sync(cluster)
-                except (ApiError, OSError) as exc:
-                    log.warning("data plane %s: %s", cluster.id, exc)
-                    cluster.synced = False
+        for cluster in self.clusters.values():
+            try:
+                self.sync(cluster)
+            except (ApiError, OSError) as exc:
+                log.warning("data plane %s: %s", cluster.id, exc)
+                cluster.synced = False  # relist next pass
 
     def sync(self, cluster):
         kube = cluster.kube

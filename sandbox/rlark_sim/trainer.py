@@ -259,6 +259,12 @@ class Trainer(threading.Thread):
         log.info("%s: saved %s to %s", self.local_name, ckpt_dir, sink.describe())
 
 
+def pod_log_path(state_dir, task, local_name):
+    """The `main` container log of a pod: <state>/logs/<job>/<local pod name>.log."""
+    job = (task["metadata"].get("labels") or {}).get("rlinf.io/job") or task["metadata"]["name"]
+    return os.path.join(state_dir, "logs", job, local_name + ".log")
+
+
 class TrainerManager:
     """One trainer per Running head Pod CR (ordinal 0 of the head Task); kills them when the pod goes."""
 
@@ -271,8 +277,7 @@ class TrainerManager:
         self.worker_logged = set()
 
     def log_path(self, task, local_name):
-        job = (task["metadata"].get("labels") or {}).get("rlinf.io/job") or task["metadata"]["name"]
-        return os.path.join(self.state_dir, "logs", job, local_name + ".log")
+        return pod_log_path(self.state_dir, task, local_name)
 
     def cluster_size_fn(self, task):
         job = (task["metadata"].get("labels") or {}).get("rlinf.io/job")
