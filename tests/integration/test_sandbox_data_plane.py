@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import urllib.request
+from types import SimpleNamespace
 from urllib.parse import urlencode, urlsplit
 
 import pytest
@@ -93,7 +94,7 @@ def crs(sandbox):
 
 @pytest.fixture(scope="module")
 def job(sandbox, crs):
-    """(job name, head log file, worker log file), the head finished its 10 steps."""
+    """The Job's name and its head and worker log files; the head finished its 10 steps."""
     name = "dp-%s" % secrets.token_hex(3)
     head_env = {"SIM_STEP_SECONDS": "0.2", "SIM_RAY_CHECK_SECONDS": "1", "SIM_LOG_EXTRA_LINES": str(EXTRA)}
     script = "python train.py runner.max_steps=%d runner.save_interval=0" % STEPS
@@ -109,7 +110,7 @@ def job(sandbox, crs):
     done = ("Global Step: %d/%d\n" % (STEPS, STEPS)).encode()
     wait_until(lambda: os.path.exists(head) and read(head).endswith(done), timeout=180)
     wait_until(lambda: os.path.exists(worker) and read(worker).count(b"\n") >= 2)
-    yield name, head, worker
+    yield SimpleNamespace(name=name, head=head, worker=worker)
     try:
         crs.delete_cluster_custom_object(GROUP, VERSION, "jobs", name)
     except ApiException as exc:
@@ -137,14 +138,14 @@ def test_kubeconfig_per_cluster_of_the_fleet(sandbox):
 
 
 def test_long_head_log_through_the_apiserver_equals_the_trainer_file(sandbox, job):
-    name, head, _ = job
+    name, head = job.name, job.head
     body = LogReader(sandbox.data_plane_kubeconfigs["a100"]).text(name + "-actor-0")
     assert body.count(b"\n") >= 20000
     assert body == read(head)
 
 
 def test_pods_and_nodes_are_core_objects_of_their_own_cluster(sandbox, job):
-    name, _, _ = job
+    name = job.name
     a100, h100 = core(sandbox, "a100"), core(sandbox, "h100")
     pod = a100.read_namespaced_pod(name + "-actor-0", NS)
     assert pod.spec.node_name == "a100-01" and pod.status.phase == "Running"
@@ -157,10 +158,9 @@ def test_pods_and_nodes_are_core_objects_of_their_own_cluster(sandbox, job):
 
 
 def test_a_pod_is_not_found_through_another_clusters_kubeconfig(sandbox, job):
-    name, _, worker = job
+    name, worker = job.name, job.worker
     for cluster in ("h100", "edge"):
-        status, _ = LogReader(sandbox.data_plane_kubeconfigs[cluster]).read(name + "-actor-0")
-        assert status == 404, cluster
+        assert LogReader(sandbox.data_plane_kubeconfigs[cluster]).read(name + "-actor-0")[0] == 404, cluster
         with pytest.raises(ApiException) as err:
             core(sandbox, cluster).read_namespaced_pod(name + "-actor-0", NS)
         assert err.value.status == 404
@@ -169,7 +169,7 @@ def test_a_pod_is_not_found_through_another_clusters_kubeconfig(sandbox, job):
 
 
 def test_tail_lines_and_limit_bytes_like_the_kubelet(sandbox, job):
-    name, head, _ = job
+    name, head = job.name, job.head
     reader, pod, whole = LogReader(sandbox.data_plane_kubeconfigs["a100"]), name + "-actor-0", read(head)
     lines = whole.splitlines(keepends=True)
     assert reader.text(pod, tailLines=5) == b"".join(lines[-5:])
@@ -180,7 +180,7 @@ def test_tail_lines_and_limit_bytes_like_the_kubelet(sandbox, job):
 
 
 def test_timestamps_are_fixed_and_since_time_keeps_lines_at_or_after_it(sandbox, job):
-    name, head, _ = job
+    name, head = job.name, job.head
     reader, pod = LogReader(sandbox.data_plane_kubeconfigs["a100"]), name + "-actor-0"
     first = reader.text(pod, timestamps="true")
     assert reader.text(pod, timestamps="true") == first  # a second read: the same times
@@ -199,7 +199,7 @@ def test_timestamps_are_fixed_and_since_time_keeps_lines_at_or_after_it(sandbox,
 
 
 def test_gateway_returns_at_most_the_last_1000_lines_of_each_pod(sandbox, job):
-    name, head, worker = job
+    name, head, worker = job.name, job.head, job.worker
     url = "%s/api/v1/rlinf.io/v1alpha1/jobs/%s/logs" % (sandbox.gateway_url, name)
     with urllib.request.urlopen(url, timeout=60) as resp:
         body = json.load(resp)
@@ -237,7 +237,7 @@ def _zombie(pid):
 
 
 def test_previous_is_the_container_before_the_restart(sandbox, job):
-    name, head, _ = job
+    name, head = job.name, job.head
     reader, pod = LogReader(sandbox.data_plane_kubeconfigs["a100"]), name + "-actor-0"
     status, body = reader.read(pod, previous="true")
     assert status == 400 and b'previous terminated container \\"main\\"' in body, body
@@ -258,7 +258,7 @@ def test_previous_is_the_container_before_the_restart(sandbox, job):
 
 
 def test_a_stopped_job_ends_follow_and_leaves_the_data_plane(sandbox, crs, job):
-    name, _, _ = job
+    name = job.name
     reader, pod = LogReader(sandbox.data_plane_kubeconfigs["a100"]), name + "-actor-0"
     current = reader.text(pod)
     followed = {}
