@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import yaml  # noqa: E402
-from sandboxlib import bootstrap, pki, procs  # noqa: E402
+from sandboxlib import bootstrap, dataplane, pki, procs  # noqa: E402
 from sandboxlib.kubeapi import KubeApi  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
@@ -39,7 +39,9 @@ UPSTREAM_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "upstream", 
 # RLark's DomainPeer and Addon (same commit): installed in upstream mode only. The collection and rlark-sim
 # never read or write them, so the project set does not model them (see docs/sandbox.md).
 UPSTREAM_EXTRA_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "upstream", "rlark-crds-extra"))
-SERVICES = ("etcd", "kube-apiserver", "s3", "rlark-sim", "rlark-controller-manager")  # start order; stopped in reverse
+DATA_PLANE = tuple(dataplane.service(c) for c in dataplane.CLUSTERS)
+# Start order; stopped in reverse.
+SERVICES = ("etcd", "kube-apiserver", *DATA_PLANE, "s3", "rlark-sim", "rlark-controller-manager")
 CONTROLLER_MANAGER_ENV = "RLARK_CONTROLLER_MANAGER"
 # Port 0: any free port; bound to loopback only like every sandbox service.
 CONTROLLER_MANAGER_FLAGS = [
@@ -67,6 +69,7 @@ class Layout:
         self.nodes, self.logs, self.service_logs = j("nodes"), j("logs"), j("logs", "_services")
         self.state, self.identity, self.env, self.lock = j("state.json"), j("identity.json"), j("env"), j(".lock")
         self.tokens_csv = j("pki", "tokens.csv")
+        self.data_plane = j("data-plane")  # <clusterID>.kubeconfig, <clusterID>.tokens.csv, clusters.json
         self.kubeconfigs = {
             "admin": j("kubeconfig"),
             "operator": j("kubeconfig-operator"),
@@ -136,6 +139,9 @@ def identity(lay):
     ident.setdefault("s3_access_key", "RLARK" + "".join(secrets.choice(alphabet) for _ in range(15)))
     ident.setdefault("s3_secret_key", secrets.token_urlsafe(30))
     ident.setdefault("ports", {})
+    dp_tokens = ident.setdefault("data_plane_tokens", {})
+    for cluster in dataplane.CLUSTERS:
+        dp_tokens.setdefault(cluster, secrets.token_hex(24))
     write_file(lay.identity, json.dumps(ident, indent=2, sort_keys=True) + "\n")
     return ident
 
@@ -213,6 +219,30 @@ def start_apiserver(lay, state):
     return procs.launch("kube-apiserver", argv, os.path.join(lay.service_logs, "kube-apiserver.log"), cwd=lay.dir)
 
 
+def start_data_plane(lay, state, cluster):
+    argv = dataplane.apiserver_argv(
+        lay.binary("kube-apiserver"),
+        cluster,
+        state["ports"]["dp-" + cluster],
+        state["ports"]["etcd"],
+        lay.pki,
+        os.path.join(lay.data_plane, cluster + ".tokens.csv"),
+    )
+    log = os.path.join(lay.service_logs, dataplane.service(cluster) + ".log")
+    return procs.launch(dataplane.service(cluster), argv, log, env=dict(os.environ, **dataplane.ENV), cwd=lay.dir)
+
+
+def data_plane_ready(lay, state, cluster, timeout=2.0):
+    conf = state["data_plane"][cluster]
+    try:
+        api = KubeApi(conf["server"], conf["token"], os.path.join(lay.pki, "ca.crt"), timeout=timeout)
+        status, _ = api.request("GET", "/readyz")
+        api.close()
+        return status == 200
+    except OSError:
+        return False
+
+
 def start_s3(lay, state):
     os.makedirs(lay.s3, exist_ok=True)
     env = dict(os.environ, ROOT_ACCESS_KEY=state["s3"]["access_key"], ROOT_SECRET_KEY=state["s3"]["secret_key"])
@@ -287,6 +317,10 @@ def start_sim(lay, state):
         lay.kubeconfigs["admin"],
         "--state-dir",
         lay.dir,
+        "--data-plane",
+        os.path.join(lay.data_plane, "clusters.json"),
+        "--gateway-port",
+        str(state["ports"]["gateway"]),
         *state["sim_args"],
     ]
     env = dict(os.environ, PYTHONPATH=HERE, **env_vars(lay, state))
@@ -306,6 +340,8 @@ def env_vars(lay, state):
         "AWS_SECRET_ACCESS_KEY": state["s3"]["secret_key"],
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_ENDPOINT_URL": state["s3"]["endpoint"],
+        "RLARK_DATA_PLANE_DIR": lay.data_plane,
+        "RLARK_GATEWAY_URL": state["gateway"]["url"],
     }
 
 
@@ -328,6 +364,21 @@ def write_configs(lay, state):
         }
         write_file(lay.kubeconfigs[name], yaml.safe_dump(kubeconfig, sort_keys=False))
     write_file(lay.tokens_csv, "\n".join(rows) + "\n")
+    os.makedirs(lay.data_plane, exist_ok=True)
+    ca = os.path.join(lay.pki, "ca.crt")
+    for cluster, conf in state["data_plane"].items():
+        write_file(os.path.join(lay.data_plane, cluster + ".tokens.csv"), dataplane.tokens_row(conf["token"], cluster))
+        doc = dataplane.kubeconfig(cluster, conf["server"], conf["token"], ca)
+        write_file(conf["kubeconfig"], yaml.safe_dump(doc, sort_keys=False))
+    sim_conf = {
+        "clusters": state["data_plane"],
+        "kubelet_tls": {
+            "cert": os.path.join(lay.pki, "kubelet.crt"),
+            "key": os.path.join(lay.pki, "kubelet.key"),
+            "client_ca": ca,
+        },
+    }
+    write_file(os.path.join(lay.data_plane, "clusters.json"), json.dumps(sim_conf, indent=2, sort_keys=True) + "\n")
     env = "".join("export %s=%s\n" % (k, shlex.quote(v)) for k, v in env_vars(lay, state).items())
     write_file(lay.env, "# generated by sandbox/sandboxctl.py; source it: . .sandbox/env\n" + env, 0o644)
 
@@ -361,6 +412,8 @@ def reuse(lay, state, args):
     alive = health(lay, state)
     if not (alive.get("etcd") and alive.get("kube-apiserver") and api_ready(lay, state)):
         return False
+    if "data_plane" not in state or not all(alive.get(name) for name in DATA_PLANE):
+        return False  # no (or a dead) data-plane apiserver: a fresh start brings all of them up
     write_configs(lay, state)  # cheap; restores kubeconfigs/env if someone removed them
     if args.crds is None:  # no explicit choice: keep the running set (e.g. `up` only to revive rlark-sim)
         args.crds = state["crds"]
@@ -419,9 +472,12 @@ def fresh_start(lay, args):
     made = pki.ensure(lay.pki)
     if made != "reused":
         say("generated CA, serving cert and service-account keys (%s)" % made)
+    pki.ensure_kubelet(lay.pki)
     ident = identity(lay)
     ports = {}
-    for name in ("etcd", "etcd_peer", "apiserver", "s3"):
+    names = ["etcd", "etcd_peer", "apiserver", "s3", "gateway"]
+    names += [kind + "-" + c for c in dataplane.CLUSTERS for kind in ("dp", "kubelet")]
+    for name in names:
         ports[name] = procs.free_port(ident["ports"].get(name))
         while ports[name] in [v for k, v in ports.items() if k != name]:
             ports[name] = procs.free_port()
@@ -442,6 +498,17 @@ def fresh_start(lay, args):
         },
         "sim_args": sim_argv(args),
         "controller_manager": args.controller_manager,
+        "gateway": {"url": "http://127.0.0.1:%d" % ports["gateway"]},
+        "data_plane": {
+            cluster: {
+                "namespace": dataplane.namespace(cluster),
+                "server": "https://127.0.0.1:%d" % ports["dp-" + cluster],
+                "kubeconfig": os.path.join(lay.data_plane, cluster + ".kubeconfig"),
+                "kubelet_port": ports["kubelet-" + cluster],
+                "token": ident["data_plane_tokens"][cluster],
+            }
+            for cluster in dataplane.CLUSTERS
+        },
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "procs": {},
     }
@@ -456,8 +523,14 @@ def fresh_start(lay, args):
         wait_for("etcd", lambda: http_ok("http://127.0.0.1:%d/health" % ports["etcd"]), 30, state["procs"]["etcd"])
         say("starting kube-apiserver on %s" % state["server"])
         state["procs"]["kube-apiserver"] = start_apiserver(lay, state)
+        say("starting the data-plane apiservers (%s)" % ", ".join(dataplane.CLUSTERS))
+        for cluster in dataplane.CLUSTERS:
+            state["procs"][dataplane.service(cluster)] = start_data_plane(lay, state, cluster)
         save_state(lay, state)
         wait_for("kube-apiserver", lambda: api_ready(lay, state), 120, state["procs"]["kube-apiserver"])
+        for cluster in dataplane.CLUSTERS:
+            name = dataplane.service(cluster)
+            wait_for(name, lambda c=cluster: data_plane_ready(lay, state, c), 120, state["procs"][name])
         api = admin_api(lay, state)
         bootstrap.ensure_rbac(api)
         bootstrap.ensure_namespaces(api)
@@ -518,6 +591,9 @@ def status(lay, _args):
     )
     print("  api server  %s (%s)" % (state["server"], "ready" if ready else "not ready"))
     print("  s3          %s  bucket=%s" % (state["s3"]["endpoint"], state["s3"]["bucket"]))
+    print("  gateway     %s" % state.get("gateway", {}).get("url"))
+    for cluster, conf in sorted(state.get("data_plane", {}).items()):
+        print("  data plane  %-5s %s  kubeconfig %s" % (cluster, conf["server"], conf["kubeconfig"]))
     total = 0
     for name in SERVICES:
         proc = state["procs"].get(name)

@@ -1,6 +1,7 @@
 """rlark-sim entry point: python -m rlark_sim --kubeconfig PATH --state-dir DIR [options]."""
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -11,6 +12,8 @@ import time
 from .agent import SYSTEM_NS, Agent, pod_task_key
 from .collector import GarbageCollector
 from .controller import Controller, NodeIndex
+from .dataplane import DataPlane
+from .gateway import GatewayServer
 from .kube import ApiError, Informer, Kube, core_path, crd_path, wait_synced
 from .storage import S3Settings
 from .trainer import TrainerManager
@@ -40,6 +43,10 @@ def parse_args(argv=None):
         default="rlark.io/cluster-id,rlark.io/agent-type",
         help="Node CR labels the data-plane scheduler cannot see (comma list; empty for none)",
     )
+    parser.add_argument(
+        "--data-plane", help="clusters.json of the data-plane apiservers (sandboxctl writes it): mirror pods there"
+    )
+    parser.add_argument("--gateway-port", type=int, help="serve RLark's gateway routes on 127.0.0.1:PORT")
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
 
@@ -83,6 +90,13 @@ def main(argv=None):
     cr_only = [x.strip() for x in args.cr_only_labels.split(",") if x.strip()]
     agent = None if args.no_agent else Agent(kube, tasks, nodes, pods, sts, node_index, args.grace_seconds, cr_only)
     trainers = None if args.no_trainer else TrainerManager(tasks, pods, state_dir, S3Settings(state_dir))
+    data_plane = None
+    if args.data_plane:
+        with open(args.data_plane) as fh:
+            log_path = TrainerManager(tasks, pods, state_dir, None).log_path
+            data_plane = DataPlane(json.load(fh), tasks, nodes, pods, log_path)
+    if args.gateway_port:
+        GatewayServer(args.gateway_port, kube, data_plane.clients() if data_plane else {}).start()
     stopping = threading.Event()
 
     def on_signal(signum, _frame):
@@ -104,7 +118,7 @@ def main(argv=None):
     )
     while not stopping.is_set():
         wake.clear()
-        for part in (controller, collector, agent, trainers):
+        for part in (controller, collector, agent, trainers, data_plane):
             if part is None:
                 continue
             try:

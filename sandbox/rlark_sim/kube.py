@@ -138,6 +138,20 @@ class Kube:
                 return None
             raise
 
+    def delete_now(self, path):
+        """Delete with grace period 0: without a kubelet to confirm, a bound pod would stay Terminating."""
+        try:
+            return self.request("DELETE", path, body={"gracePeriodSeconds": 0})
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            return None
+
+    def get_text(self, path, params=None, timeout=60):
+        """(status, body text) of a GET that answers text, e.g. pods/<pod>/log."""
+        resp = self._sess().get(self.host + path, params=params, timeout=timeout)
+        return resp.status_code, resp.text
+
     def list(self, path, params=None):
         return self.get(path, params=params)
 

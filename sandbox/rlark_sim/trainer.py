@@ -12,7 +12,7 @@ import time
 import zipfile
 from io import BytesIO
 
-from . import layouts
+from . import layouts, podlog
 from .agent import ANN_STOPPING, LOCAL_NAME_LABEL, TASK_NAME_LABEL, effective_stopped, is_head, ordinal_of, workload_of
 from .overrides import TrainerConfig, container_env, parse_overrides
 from .storage import resolve_path
@@ -22,20 +22,6 @@ log = logging.getLogger("rlark_sim.trainer")
 
 class Killed(Exception):
     pass
-
-
-class PodLog:
-    """The `main` container log of one pod: .sandbox/logs/<job>/<local-pod-name>.log (append only)."""
-
-    _lock = threading.Lock()
-
-    def __init__(self, path):
-        self.path = path
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-
-    def line(self, text):
-        with self._lock, open(self.path, "a") as fh:
-            fh.write(text + "\n")
 
 
 def checkpoint_problems(cfg, sink, base, step):
@@ -66,7 +52,7 @@ class Trainer(threading.Thread):
         self.task = task
         self.node = pod["status"]["node"]
         self.local_name = pod["metadata"]["labels"][LOCAL_NAME_LABEL]
-        self.out = PodLog(log_path)
+        self.out = podlog.for_path(log_path)
         self.state_dir = state_dir
         self.s3 = s3
         self.cluster_size = cluster_size
@@ -91,6 +77,7 @@ class Trainer(threading.Thread):
         self.out.line(text)
 
     def run(self):
+        self.out.start_container(self.pod["metadata"]["name"])  # a (re)started container: kubelet log range
         try:
             self._run()
         except Killed:
@@ -125,7 +112,19 @@ class Trainer(threading.Thread):
             self.step = step
             if cfg.save_interval > 0 and (step % cfg.save_interval == 0 or step == cfg.max_steps):
                 self._save(cfg, step)
+            self._extra_lines(cfg, step)
             self.say("Global Step: %d/%d" % (step, cfg.max_steps))
+
+    def _extra_lines(self, cfg, step, batch=10000):
+        """SIM_LOG_EXTRA_LINES: long logs for tests and benches, written in batches (memory stays small)."""
+        total = cfg.extra_lines
+        for first in range(1, total + 1, batch):
+            self._check()
+            lines = []
+            for i in range(first, min(total, first + batch - 1) + 1):
+                head = "[sim-log] step %d line %d/%d " % (step, i, total)
+                lines.append(head + "x" * max(0, cfg.line_bytes - len(head)))
+            self.out.lines(lines)
 
     def _wait_cluster(self, total, timeout):
         deadline = time.time() + timeout
@@ -319,7 +318,8 @@ class TrainerManager:
             elif uid not in self.worker_logged:
                 self.worker_logged.add(uid)
                 head = (task["metadata"].get("annotations") or {}).get("rlark.io/ray-head-task-name", "")
-                out = PodLog(self.log_path(task, local))
+                out = podlog.for_path(self.log_path(task, local))
+                out.start_container(uid)
                 out.line("Waiting for Ray head at %s-ray-head:6379..." % head)
                 out.line("Ray worker node started on %s, connected to %s-ray-head:6379" % (status["node"], head))
         for uid in list(self.trainers):

@@ -133,3 +133,72 @@ def _with_cryptography(d):
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
             )
         )
+
+
+# The data-plane kube-apiservers reach rlark-sim's kubelet endpoints over TLS, both sides verified:
+# the kubelet serves kubelet.crt (127.0.0.1) and accepts only clients signed by the sandbox CA.
+KUBELET_FILES = {
+    "kubelet": ("kubelet", "serverAuth", "IP:127.0.0.1,DNS:localhost"),
+    "kubelet-client": ("kube-apiserver-kubelet-client", "clientAuth", None),
+}
+
+
+def ensure_kubelet(pki_dir):
+    """kubelet.crt/key and kubelet-client.crt/key signed by the CA of ensure(); made once, then reused."""
+    for name, (cn, usage, sans) in KUBELET_FILES.items():
+        if all(os.path.exists(os.path.join(pki_dir, name + ext)) for ext in (".crt", ".key")):
+            continue
+        if shutil.which("openssl"):
+            _issue_openssl(pki_dir, name, cn, usage, sans)
+        else:
+            _issue_cryptography(pki_dir, name, cn, usage, sans)
+
+
+def _issue_openssl(d, name, cn, usage, sans):
+    _openssl("genrsa", "-out", name + ".key", "2048", cwd=d)
+    subj = "/O=system:masters/CN=" + cn if usage == "clientAuth" else "/CN=" + cn
+    _openssl("req", "-new", "-key", name + ".key", "-subj", subj, "-out", name + ".csr", cwd=d)
+    with tempfile.NamedTemporaryFile("w", suffix=".cnf", dir=d, delete=False) as ext:
+        ext.write(("subjectAltName=%s\n" % sans if sans else "") + "extendedKeyUsage=%s\n" % usage)
+        ext.write("keyUsage=digitalSignature,keyEncipherment\n")
+    try:
+        _openssl(
+            "x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "3650", "-extfile", ext.name, "-out", name + ".crt", cwd=d,
+        )  # fmt: skip
+    finally:
+        os.unlink(ext.name)
+        os.unlink(os.path.join(d, name + ".csr"))
+
+
+def _issue_cryptography(d, name, cn, usage, sans):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    with open(os.path.join(d, "ca.key"), "rb") as fh:
+        ca_key = serialization.load_pem_private_key(fh.read(), password=None)
+    with open(os.path.join(d, "ca.crt"), "rb") as fh:
+        ca = x509.load_pem_x509_certificate(fh.read())
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    if usage == "clientAuth":
+        attrs.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"))
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = x509.CertificateBuilder().subject_name(x509.Name(attrs)).issuer_name(ca.subject)
+    builder = builder.public_key(key.public_key()).serial_number(x509.random_serial_number())
+    builder = builder.not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650))
+    oid = ExtendedKeyUsageOID.SERVER_AUTH if usage == "serverAuth" else ExtendedKeyUsageOID.CLIENT_AUTH
+    builder = builder.add_extension(x509.ExtendedKeyUsage([oid]), critical=False)
+    if sans:
+        names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
+    with open(os.path.join(d, name + ".key"), "wb") as fh:
+        fh.write(pem)
+    with open(os.path.join(d, name + ".crt"), "wb") as fh:
+        fh.write(cert.public_bytes(serialization.Encoding.PEM))

@@ -51,6 +51,10 @@ class Sandbox:
         self.s3_secret_key = state["s3"]["secret_key"]
         self.nodes_dir = os.path.join(state_dir, "nodes")
         self.logs_dir = os.path.join(state_dir, "logs")
+        # Data-plane clusters (docs/sandbox.md "Data plane and gateway"): {cluster ID: kubeconfig path}.
+        self.data_plane_dir = os.path.join(state_dir, "data-plane")
+        self.data_plane_kubeconfigs = {c: conf["kubeconfig"] for c, conf in state.get("data_plane", {}).items()}
+        self.gateway_url = state.get("gateway", {}).get("url")
         self.state = state
 
     def env(self):

@@ -358,7 +358,7 @@ def test_down_leaves_no_process_and_up_works_again(sandbox, tmp_path):
         first = run("up", "--crds", sandbox.crds)
         assert first.returncode == 0, first.stdout + first.stderr
         pids = _pids_of(state_dir)
-        assert {"etcd", "kube-apiserver", "s3"} <= set(pids)
+        assert {"etcd", "kube-apiserver", "s3", "data-plane-a100", "data-plane-h100", "data-plane-edge"} <= set(pids)
         again = run("up", "--crds", sandbox.crds)
         assert again.returncode == 0 and "already running" in again.stdout, again.stdout + again.stderr
         assert _pids_of(state_dir) == pids  # reused, not restarted
