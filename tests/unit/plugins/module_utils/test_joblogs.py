@@ -241,3 +241,39 @@ def test_only_the_current_container_is_trusted():
     assert current_container("no start line\n") == "no start line\n"
     real = "Ray runtime started.\nCluster is ready\nRay runtime started.\nstill starting\n"
     assert current_container(real) == "Ray runtime started.\nstill starting\n"
+
+
+SECRET_LINES = [
+    "export DB_PASS=hunter2",
+    "GH_PAT=ghp_" + "A1b2C3d4E5" * 4,
+    "key sk-proj-" + "Zq9XwV8uT7" * 3,
+    "posting to https://hooks.slack.com/services/T000/B000/" + "xYz123AbC" * 3,
+    "WANDB_KEY=" + "0123456789abcdef" * 2 + "01234567",
+    "Authorization: Bearer abcdefgh12345678",
+    "seen eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMe",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "aws AKIAABCDEFGHIJKLMNOP",
+    "url postgres://trainer:s3cr3t@db:5432/runs",
+    "cookie=abc",
+    "sentry dsn=https://x@y/1",
+    "slack xoxb-1234567890",
+    "azure AccountKey=" + "A" * 20,
+    "sas ?sig=abcdefghijklmnopqrstuv",
+    "blob Zq9XwV8uT7mN2bL4kJ6hG1fD3sA5pO0iQ",
+]
+
+
+@pytest.mark.parametrize("line", SECRET_LINES)
+def test_every_line_the_redaction_changes_passes_the_quick_check(line):
+    from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_text
+
+    assert redact_text(line) != line, "not a secret by redact.py's rules: a useless example"
+    assert joblogs.may_hold_secret(line)
+
+
+def test_plain_training_lines_skip_the_full_redaction_and_secrets_are_masked_in_exports(tmp_path):
+    assert not joblogs.may_hold_secret("Global Step: 12/100 | actor/loss 0.1234 | rollout/reward 0.98 | lr=0.0001")
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "demo-actor-0.log").write_text("step 1\nexport DB_PASS=hunter2\n")
+    text = joblogs.read_logs("files", "demo", logs_dir=str(tmp_path))["demo-actor-0"]
+    assert "hunter2" not in text and text.startswith("step 1\nexport DB_PASS=")
