@@ -383,6 +383,8 @@ class HttpTransport:
             if sink is not None and response.status < 300:
                 for chunk in iter(lambda: response.read(1 << 16), b""):
                     sink.write(chunk)
+                if response.length:  # read(amt) ends quietly when the connection drops before Content-Length
+                    raise http_client.IncompleteRead(b"", response.length)
                 data = b""
             else:
                 data = response.read()

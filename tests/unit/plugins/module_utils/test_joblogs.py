@@ -21,6 +21,7 @@ class FakeDataPlane:
         self.logs = {}  # pod -> list of lines
         self.gateway = {}  # job -> list of {podName, logs}
         self.fail_first = 0
+        self.drop_first = 0  # answers that break off in the middle of the log
         self.requests = []
 
     def handler(self):
@@ -54,6 +55,14 @@ class FakeDataPlane:
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
                     self.wfile.write(body)
+                    return
+                if plane.drop_first:
+                    plane.drop_first -= 1
+                    self.send_response(200)
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    self.wfile.write(b"2026-12-01T01:00:00.000000001Z half a log\n")
+                    self.close_connection = True
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
@@ -145,6 +154,14 @@ def test_kubeconfig_reads_are_retried_like_every_api_call(plane, tmp_path):
     logs = joblogs.read_logs("kubeconfig", "demo", pod_names=["demo-actor-0"], kubeconfig=plane.kubeconfig)
     assert logs == {"demo-actor-0": "a\nb\n"}
     assert len(plane.requests) == 3
+
+
+def test_a_read_broken_off_midway_starts_the_export_over(plane, tmp_path):
+    plane.logs["demo-actor-0"] = ["a", "b"]
+    plane.drop_first = 1
+    logs = joblogs.read_logs("kubeconfig", "demo", pod_names=["demo-actor-0"], kubeconfig=plane.kubeconfig)
+    assert logs == {"demo-actor-0": "a\nb\n"}, "the lines of the broken read must not stay in the export"
+    assert len(plane.requests) == 2
 
 
 def test_each_pod_is_read_from_the_cluster_its_task_runs_in(plane, tmp_path):
