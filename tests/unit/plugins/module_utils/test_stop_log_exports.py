@@ -43,12 +43,14 @@ def pods_gone(api):
 
 def test_a_truncated_gateway_export_refuses_the_stop_with_its_finding(tmp_path):
     api = seeded()
-    client = make_client(api)
+    clock = FakeClock()
+    client = make_client(api, clock=clock)
     window = ["line %d" % i for i in range(GATEWAY_TAIL_LINES)]
     out = stop_logs.stop_with_logs(
         client, "demo", lambda: {"demo-actor-0": gateway_export(tmp_path, "demo-actor-0", window)}, "demo-actor-0",
-        export_dir=str(tmp_path),
+        export_dir=str(tmp_path), timeout=5, interval=1, clock=clock, sleep=clock.sleep,
     )  # fmt: skip
+    assert api.count("PATCH") == 0, "a truncated export must refuse before the patch"
     assert [(f["id"], f["severity"]) for f in out["findings"]] == [("log-export-truncated", "error")]
     assert "rlark_accept_truncated_logs" in out["msg"] and "patched_at" not in out
     assert out["log_exports"][0]["truncated"] and out["log_exports"][0]["truncation_accepted"] is False
