@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
+from ansible_collections.rlark.ops.plugins.module_utils.log_records import move_exports
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 from ansible_collections.rlark.ops.plugins.module_utils.records import (
     DEFAULT_MODE,
@@ -21,6 +22,7 @@ ARGUMENT_SPEC = {
     "kind": {"type": "str", "required": True},
     "data": {"type": "raw", "required": True},
     "files": {"type": "dict", "default": {}},
+    "log_exports": {"type": "list", "elements": "dict", "default": []},
     "run_id": {"type": "str"},
     "stamp": {"type": "str"},
     "outcome": {"type": "str"},
@@ -70,6 +72,7 @@ class ActionModule(ActionBase):
                 write_record(args["records_dir"], args["job"], name, {"text": plain(content)}, run_id, **options)
                 for name, content in sorted((args.get("files") or {}).items())
             ]
+            extra += move_exports(args["records_dir"], args["job"], run_id, plain(args["log_exports"]), mode)
         except (OSError, ValueError) as exc:
             result.update(
                 failed=True,

@@ -14,14 +14,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.urls import open_url
+import os
+import shutil
+import tempfile
+
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.action.rlark_ckpt_wait import checkpoint_wait
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec, auth_params
 from ansible_collections.rlark.ops.plugins.module_utils.findings import render
 from ansible_collections.rlark.ops.plugins.module_utils.gate_wait import not_ready_reason
-from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, head_pod_name, read_logs
+from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, export_logs, head_pod_name
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import stop_with_logs
@@ -37,6 +40,10 @@ SPEC = dict(
     logs_dir=dict(type="str"),
     gateway_url=dict(type="str"),
     data_plane_kubeconfig=dict(type="str"),
+    data_plane_kubeconfigs=dict(type="dict", default={}),
+    clusters=dict(type="dict", default={}),
+    accept_truncated_logs=dict(type="bool", default=False),
+    export_dir=dict(type="path"),
     namespace=dict(type="str"),
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=600),
@@ -45,10 +52,6 @@ SPEC = dict(
     done_markers=dict(type="list", elements="raw", default=[]),
     markers_live=dict(type="dict", default={}),
 )
-
-
-def _http_get(url):
-    return open_url(url, headers={"Accept": "application/json"}, timeout=10).read()
 
 
 def markers_missing(markers, live):
@@ -71,16 +74,23 @@ class ActionModule(ActionBase):
         head = head_pod_name(name, p["head_task"])
         pods = p["pods"] or [head]
 
+        # The exports stay here until rlark_record copies them into the run's record directory.
+        if p["export_dir"]:
+            os.makedirs(p["export_dir"], exist_ok=True)
+        export_dir = tempfile.mkdtemp(prefix=".rlark-logs-%s-" % name, dir=p["export_dir"] or None)
+
         def read():
-            return read_logs(
+            return export_logs(
                 p["log_source"],
                 name,
+                export_dir,
                 pod_names=pods,
                 logs_dir=p["logs_dir"] or None,
                 gateway_url=p["gateway_url"] or None,
                 kubeconfig=p["data_plane_kubeconfig"] or None,
+                kubeconfigs=p["data_plane_kubeconfigs"],
+                clusters=p["clusters"],
                 namespace=p["namespace"] or None,
-                fetch=_http_get,
             )
 
         def progress(line):
@@ -110,6 +120,8 @@ class ActionModule(ActionBase):
                 interval=p["wait_sleep"],
                 progress=progress,
                 ready=markers_missing(p["done_markers"], p["markers_live"]) if p["done_markers"] else None,
+                export_dir=export_dir,
+                accept_truncated=p["accept_truncated_logs"],
             )
         except Refused as exc:
             result.update(failed=True, changed=False, msg="%s %s" % (exc, render(exc.findings)), findings=exc.findings)
@@ -121,8 +133,13 @@ class ActionModule(ActionBase):
             result.update(failed=True, changed=False, msg="Cannot read the logs of Job %s: %s" % (name, exc))
             return result
         finally:
+            if "failed" in result or client is None:
+                shutil.rmtree(export_dir, ignore_errors=True)  # only this call's temporary exports
             if client is not None:
                 result.update(api_calls=client.api_calls)
                 client.close()
         result.update(outcome)
+        if "patched_at" not in outcome or self._task.check_mode:
+            shutil.rmtree(export_dir, ignore_errors=True)  # no stop, no record: nothing to keep
+            result.pop("export_dir", None)
         return result

@@ -15,9 +15,9 @@ description:
   - Returns, for each Job name, the C(main) container logs of its pods from one of three sources,
     read on the controller (no module run).
   - C(files) reads C(<logs_dir>/<job>/<pod>.log) (the sandbox writes these; a log shipper can too)
-    and keeps the whole history; C(kubeconfig) reads the pods in the data-plane cluster
-    (namespace C(rlark-system)); C(gateway) calls RLark's C(/jobs/<job>/logs) endpoint, which only
-    has the last 1000 lines of Running pods.
+    and keeps the whole history; C(kubeconfig) reads the pods (namespace C(rlark-system)) in the
+    data-plane cluster each pod's Task runs in; C(gateway) calls RLark's C(/jobs/<job>/logs) endpoint,
+    which only has the last 1000 lines of Running pods.
   - With O(wait_for) it polls until every regex is found in the head pod's log, any O(stop_on)
     regex is found, or O(timeout) passes; the result says which.
 options:
@@ -42,10 +42,24 @@ options:
     env:
       - name: RLARK_GATEWAY_URL
   kubeconfig:
-    description: Kubeconfig of the data-plane cluster for O(source=kubeconfig).
+    description:
+      - Kubeconfig of the data-plane cluster for O(source=kubeconfig); with O(kubeconfigs), the one for clusters not
+        listed there.
     type: str
     env:
       - name: RLARK_DATA_PLANE_KUBECONFIG
+  kubeconfigs:
+    description:
+      - Data-plane cluster ID to kubeconfig path for O(source=kubeconfig) (the playbook variable
+        C(rlark_data_plane_kubeconfigs)); each pod is read from the cluster its Task runs in (O(clusters)).
+    type: dict
+    default: {}
+  clusters:
+    description:
+      - Pod or Task object name to the cluster ID it runs in (the P(rlark.ops.log_clusters#filter) filter of an
+        M(rlark.ops.rlark_job_info) item).
+    type: dict
+    default: {}
   namespace:
     description: Namespace of the workloads in the data-plane cluster.
     type: str
@@ -147,7 +161,6 @@ import re  # noqa: E402
 import time  # noqa: E402
 
 from ansible.errors import AnsibleLookupError  # noqa: E402
-from ansible.module_utils.urls import open_url  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (  # noqa: E402
     LogSourceError,
@@ -156,10 +169,6 @@ from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (  # noqa
     read_logs,
     wait_for_logs,
 )
-
-
-def _http_get(url):
-    return open_url(url, headers={"Accept": "application/json"}, timeout=10).read()
 
 
 class LookupModule(LookupBase):
@@ -186,8 +195,9 @@ class LookupModule(LookupBase):
                     logs_dir=opts["logs_dir"],
                     gateway_url=opts["gateway_url"],
                     kubeconfig=opts["kubeconfig"],
+                    kubeconfigs=self.get_option("kubeconfigs"),
+                    clusters=self.get_option("clusters"),
                     namespace=opts["namespace"],
-                    fetch=_http_get,
                 )
                 if not self.get_option("current_container"):
                     return logs

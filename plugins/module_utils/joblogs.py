@@ -4,20 +4,31 @@
 
 - ``files``: a directory ``<dir>/<job>/<local-pod-name>.log`` (the sandbox, or any log shipper
   that writes files per pod); the full history, not only the last 1000 lines.
-- ``kubeconfig``: a data-plane cluster's API (pods live in ``rlark-system``, named
-  ``<job>-<task>-<ordinal>``); only the current container's log.
+- ``kubeconfig``: the API of the data-plane cluster each pod runs in (pods live in ``rlark-system``,
+  named ``<job>-<task>-<ordinal>``); the current container's whole log, streamed.
 - ``gateway``: RLark's ``GET /api/v1/rlinf.io/v1alpha1/jobs/<job>/logs`` (last 1000 lines per
-  Running pod, no auth).
+  Running pod, no auth): a pod with 1000 lines there is an export TRUNCATED at the gateway's limit.
+
+Every read goes through kube.py's Client (one transport: retries, deadline, auth from the
+kubeconfig) and streams into a file line by line, so a log of any size costs bounded memory.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 import re
+import tempfile
 import time
+
+from ansible_collections.rlark.ops.plugins.module_utils.kube import (
+    Client,
+    KubeError,
+    Settings,
+    client_from_params,
+)
+from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_text
 
 try:
     from urllib.parse import quote
@@ -26,6 +37,28 @@ except ImportError:  # pragma: no cover
 
 SOURCES = ("files", "kubeconfig", "gateway")
 DATA_PLANE_NAMESPACE = "rlark-system"
+# RLark's gateway asks the kubelet for tailLines=1000 (rlark-platform.md, Logs).
+GATEWAY_TAIL_LINES = 1000
+READ_TIMEOUT = 300.0
+CHUNK = 1 << 16
+# ``timestamps=true`` makes the kubelet prefix every line with an RFC 3339 time and one space.
+KUBELET_STAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
+# A time the workload printed at the start of its own line (files and gateway carry no other).
+LINE_STAMP = re.compile(rb"^\[?(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)")
+
+
+# A line can hold a secret only with one of these: the shapes (a long run, a literal prefix) and the name
+# words of redact.py's rules. Most training log lines have none and skip the full redaction (~10x slower).
+_SECRET_RUN = re.compile(r"[A-Za-z0-9_+\-]{15}")
+_SECRET_HINTS = (
+    "eyj", "-----begin", "://", "private_key_id", "redacted", "sig=", "basic", "bearer", "pass", "pw", "token",
+    "pat", "jwt", "secret", "credential", "key", "authoriz", "cookie", "dsn", "hook",
+)  # fmt: skip
+
+
+def may_hold_secret(text):
+    low = text.lower()
+    return bool(_SECRET_RUN.search(text)) or any(hint in low for hint in _SECRET_HINTS)
 
 
 class LogSourceError(Exception):
@@ -41,73 +74,294 @@ def head_pod_name(job_name, head_task):
     return "%s-%s-0" % (job_name, head_task)
 
 
-def read_files(logs_dir, job_name):
+class Export:
+    """One pod's log in a file, with what a record says about it (``fields``)."""
+
+    def __init__(self, pod, source, path, cluster=None, window=False):
+        self.pod = pod
+        self.source = source
+        self.path = path
+        self.cluster = cluster
+        self.window = window  # the source returns only the last lines (the gateway)
+        self.kubelet_stamps = False
+        self.reset()
+
+    def reset(self):
+        self.lines = 0
+        self.bytes = 0
+        self.first_timestamp = None
+        self.last_timestamp = None
+        self.truncated = False
+
+    def fields(self):
+        return {
+            "pod": self.pod,
+            "source": self.source,
+            "cluster": self.cluster,
+            "lines": self.lines,
+            "bytes": self.bytes,
+            "first_timestamp": self.first_timestamp,
+            "last_timestamp": self.last_timestamp,
+            "timestamps_from": "kubelet" if self.kubelet_stamps else "log lines" if self.first_timestamp else "none",
+            "truncated": self.truncated,
+        }
+
+    def text(self):
+        with open(self.path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace")
+
+    def tail(self, limit=65536):
+        """The last ``limit`` bytes, from a line start (what a record shows inline)."""
+        with open(self.path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - limit))
+            data = fh.read()
+        if size > limit and b"\n" in data:
+            data = data.split(b"\n", 1)[1]
+        return data.decode("utf-8", "replace")
+
+
+class LineSink:
+    """Bytes in, redacted lines out to ``export.path``; ``reset`` starts over (a retried read)."""
+
+    def __init__(self, export, kubelet_stamps=False):
+        self.export = export
+        self.export.kubelet_stamps = kubelet_stamps
+        self.stamp = KUBELET_STAMP if kubelet_stamps else LINE_STAMP
+        self.fh = open(export.path, "wb")  # noqa: SIM115 - closed by close(), the sink outlives one call
+        self.partial = b""
+
+    def reset(self):
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.partial = b""
+        self.export.reset()
+
+    def write(self, chunk):
+        data = self.partial + chunk
+        cut = data.rfind(b"\n") + 1
+        self.partial = data[cut:]
+        if cut:
+            for line in data[:cut].split(b"\n")[:-1]:
+                self._line(line)
+
+    def _line(self, raw):
+        m = self.stamp.match(raw)
+        if m:
+            stamp = m.group(1).decode("ascii")
+            self.export.first_timestamp = self.export.first_timestamp or stamp
+            self.export.last_timestamp = stamp
+            if self.export.kubelet_stamps:
+                raw = raw[m.end() :]
+        text = raw.decode("utf-8", "replace")
+        out = ((redact_text(text) if may_hold_secret(text) else text) + "\n").encode("utf-8")
+        self.fh.write(out)
+        self.export.lines += 1
+        self.export.bytes += len(out)
+
+    def close(self):
+        if self.partial:
+            self._line(self.partial)
+            self.partial = b""
+        self.fh.close()
+        return self.export
+
+
+def _export_path(dest_dir, pod):
+    handle, path = tempfile.mkstemp(prefix=".%s." % pod, suffix=".log", dir=dest_dir)
+    os.close(handle)
+    return path
+
+
+def export_file(source_path, pod, dest_dir):
+    """Copy ``source_path`` line by line into a new export file."""
+    export = Export(pod, "files", _export_path(dest_dir, pod))
+    sink = LineSink(export)
+    try:
+        with open(source_path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(CHUNK), b""):
+                sink.write(chunk)
+    finally:
+        sink.close()
+    return export
+
+
+def export_files(logs_dir, job_name, dest_dir, pod_names=None):
     folder = os.path.join(logs_dir, job_name)
     if not os.path.isdir(folder):
         return {}
+    wanted = set(pod_names or [])
     out = {}
     for entry in sorted(os.listdir(folder)):
-        if entry.endswith(".log"):
-            with open(os.path.join(folder, entry), "rb") as fh:
-                out[entry[: -len(".log")]] = fh.read().decode("utf-8", "replace")
+        pod = entry[: -len(".log")]
+        if entry.endswith(".log") and (not wanted or pod in wanted):
+            out[pod] = export_file(os.path.join(folder, entry), pod, dest_dir)
     return out
 
 
-def read_gateway(url, job_name, fetch):
-    """``fetch(url) -> bytes`` is the caller's HTTP GET (the lookup passes Ansible's ``open_url``)."""
-    target = "%s/api/v1/rlinf.io/v1alpha1/jobs/%s/logs" % (url.rstrip("/"), quote(job_name))
-    try:
-        body = json.loads(fetch(target).decode("utf-8"))
-    except Exception as exc:  # one sentence, never a traceback
-        raise LogSourceError("RLark gateway %s did not return logs for Job %s: %s" % (url, job_name, exc)) from exc
-    return {p.get("podName") or p.get("taskName"): p.get("logs") or "" for p in body.get("pods") or []}
+def gateway_client(url, timeout=READ_TIMEOUT):
+    """kube.py's Client on the gateway (no auth): the same retries and deadline as every API call."""
+    settings = Settings()
+    settings.server = url.rstrip("/")
+    return Client(settings, timeout=timeout)
 
 
-def read_kubeconfig(kubeconfig, pod_names, namespace=DATA_PLANE_NAMESPACE, context=None):
+def export_gateway(url, job_name, dest_dir, timeout=READ_TIMEOUT, client=None):
+    """Each pod's last lines from the gateway; ``truncated`` when it returned its 1000-line limit."""
+    path = "/api/v1/rlinf.io/v1alpha1/jobs/%s/logs" % quote(job_name, safe="")
+    own = client is None
+    client = client or gateway_client(url, timeout)
     try:
-        from kubernetes import client, config
-    except ImportError:
-        raise LogSourceError("the Python package 'kubernetes' is required for the kubeconfig log source") from None
-    try:
-        api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig, context=context))
-    except Exception as exc:
-        raise LogSourceError("cannot load data-plane kubeconfig %s: %s" % (kubeconfig, exc)) from exc
+        body = client.get(path)
+    except KubeError as exc:  # one sentence, never a traceback
+        raise LogSourceError("RLark gateway %s did not return logs for Job %s: %s" % (url, job_name, exc)) from None
+    finally:
+        if own:
+            client.close()
     out = {}
-    for pod in pod_names:
-        try:
-            out[pod] = api.read_namespaced_pod_log(pod, namespace, container="main")
-        except Exception as exc:
-            status = getattr(exc, "status", None)
-            if status == 404:
-                continue
-            raise LogSourceError(
-                "cannot read the log of pod %s/%s: %s" % (namespace, pod, getattr(exc, "reason", exc))
-            ) from None
+    for entry in body.get("pods") or []:
+        pod = entry.get("podName") or entry.get("taskName")
+        export = Export(pod, "gateway", _export_path(dest_dir, pod), window=True)
+        sink = LineSink(export)
+        sink.write((entry.get("logs") or "").encode("utf-8"))
+        sink.close()
+        export.truncated = export.lines >= GATEWAY_TAIL_LINES
+        out[pod] = export
     return out
 
 
-def read_logs(
-    source, job_name, pod_names=None, logs_dir=None, gateway_url=None, kubeconfig=None, namespace=None, fetch=None
-):
-    """``{pod name: text}`` for one Job; ``pod_names`` is needed for the kubeconfig source."""
+def clusters_of(resource):
+    """Task and pod names of a Job (an rlark_job_info item) to the data-plane cluster ID each runs in.
+
+    A Task lives in namespace ``rlark-<clusterID>``, its Pod CRs too (rlark-platform.md, section 1); a
+    Task elsewhere (``default``: never run by any agent) has no cluster.
+    """
+    out = {}
+    for task in (resource or {}).get("tasks") or []:
+        meta = task.get("metadata") or {}
+        namespace = meta.get("namespace") or ""
+        if namespace.startswith("rlark-") and meta.get("name"):
+            out[meta["name"]] = namespace[len("rlark-") :]
+    for pod in (resource or {}).get("pods") or []:
+        meta = pod.get("metadata") or {}
+        namespace = meta.get("namespace") or ""
+        local = (meta.get("labels") or {}).get("rlark.io/local-pod-name")
+        if namespace.startswith("rlark-") and local:
+            out[local] = namespace[len("rlark-") :]
+    return out
+
+
+def cluster_of(pod, clusters):
+    """The data-plane cluster ID of ``pod``: its own entry, else its Task's (the name without ``-<ordinal>``)."""
+    clusters = clusters or {}
+    return clusters.get(pod) or clusters.get(re.sub(r"-\d+$", "", pod))
+
+
+NO_KUBECONFIG = (
+    "the kubeconfig log source needs the data-plane kubeconfigs: set rlark_data_plane_kubeconfigs (cluster ID to "
+    "kubeconfig path) and/or rlark_data_plane_kubeconfig (the kubeconfig for every cluster not listed)"
+)
+
+
+def kubeconfig_for(pod, clusters, kubeconfigs, default):
+    cluster = cluster_of(pod, clusters)
+    path = (kubeconfigs or {}).get(cluster) if cluster else None
+    if path or default:
+        return cluster, path or default
+    if cluster:
+        raise LogSourceError(
+            "pod %s runs in data-plane cluster %r, which has no kubeconfig: add it to rlark_data_plane_kubeconfigs "
+            "(cluster ID to kubeconfig path), or set rlark_data_plane_kubeconfig for every cluster not listed "
+            "there" % (pod, cluster)
+        )
+    raise LogSourceError(NO_KUBECONFIG)
+
+
+def export_pod_log(client, pod, namespace, dest_dir, cluster=None):
+    """Stream one pod's ``main`` log from a data-plane API into a file; None when the pod is not there."""
+    path = "/api/v1/namespaces/%s/pods/%s/log" % (quote(namespace, safe=""), quote(pod, safe=""))
+    export = Export(pod, "kubeconfig", _export_path(dest_dir, pod), cluster=cluster)
+    sink = LineSink(export, kubelet_stamps=True)
+    try:
+        client.request("GET", path, [("container", "main"), ("timestamps", "true")], sink=sink)
+    except KubeError as exc:
+        sink.close()
+        os.unlink(export.path)
+        if getattr(exc, "code", None) == 404:
+            return None
+        where = " in data-plane cluster %r" % cluster if cluster else ""
+        raise LogSourceError("cannot read the log of pod %s/%s%s: %s" % (namespace, pod, where, exc)) from None
+    return sink.close()
+
+
+def export_kubeconfig(pod_names, dest_dir, clusters=None, kubeconfigs=None, default=None, namespace=None, timeout=None):
+    """Each pod's log from the API of the cluster it runs in (one client per kubeconfig)."""
+    namespace = namespace or DATA_PLANE_NAMESPACE
+    plan = [(pod,) + kubeconfig_for(pod, clusters, kubeconfigs, default) for pod in pod_names]
+    clients = {}
+    out = {}
+    try:
+        for pod, cluster, kubeconfig in plan:
+            if kubeconfig not in clients:
+                try:
+                    clients[kubeconfig] = client_from_params(
+                        {"kubeconfig": kubeconfig}, timeout=timeout or READ_TIMEOUT
+                    )
+                except KubeError as exc:
+                    raise LogSourceError("cannot load data-plane kubeconfig %s: %s" % (kubeconfig, exc)) from None
+            export = export_pod_log(clients[kubeconfig], pod, namespace, dest_dir, cluster)
+            if export is not None:
+                out[pod] = export
+    finally:
+        for client in clients.values():
+            client.close()
+    return out
+
+
+def export_logs(source, job_name, dest_dir, pod_names=None, logs_dir=None, gateway_url=None, **kube):
+    """``{pod: Export}`` for one Job, each log in a new file under ``dest_dir``.
+
+    ``kube``: ``clusters`` (pod or Task name to cluster ID), ``kubeconfigs`` (cluster ID to path),
+    ``kubeconfig`` (the default path), ``namespace``, ``timeout``. ``pod_names`` is needed for the
+    kubeconfig source.
+    """
     if source == "files":
         if not logs_dir:
             raise LogSourceError(
                 "the files log source needs the directory of the exported pod logs: set rlark_logs_dir "
                 "(or RLARK_LOGS_DIR), or pick another rlark_log_source (gateway, kubeconfig)"
             )
-        return read_files(logs_dir, job_name)
+        return export_files(logs_dir, job_name, dest_dir)
     if source == "gateway":
         if not gateway_url:
             raise LogSourceError("the gateway log source needs the gateway URL: set rlark_gateway_url")
-        return read_gateway(gateway_url, job_name, fetch)
+        return export_gateway(gateway_url, job_name, dest_dir, timeout=kube.get("timeout") or READ_TIMEOUT)
     if source == "kubeconfig":
-        if not kubeconfig:
-            raise LogSourceError(
-                "the kubeconfig log source needs a data-plane kubeconfig: set rlark_data_plane_kubeconfig"
-            )
-        return read_kubeconfig(kubeconfig, pod_names or [], namespace or DATA_PLANE_NAMESPACE)
+        if not kube.get("kubeconfig") and not kube.get("kubeconfigs"):
+            raise LogSourceError(NO_KUBECONFIG)
+        return export_kubeconfig(
+            pod_names or [],
+            dest_dir,
+            clusters=kube.get("clusters"),
+            kubeconfigs=kube.get("kubeconfigs"),
+            default=kube.get("kubeconfig"),
+            namespace=kube.get("namespace"),
+            timeout=kube.get("timeout"),
+        )
     raise LogSourceError("unknown log source %r (use one of %s)" % (source, ", ".join(SOURCES)))
+
+
+def read_logs(source, job_name, pod_names=None, **options):
+    """``{pod name: text}`` for one Job (the lookup's in-memory view; the exports are removed)."""
+    dest = tempfile.mkdtemp(prefix="rlark-logs-")
+    try:
+        exports = export_logs(source, job_name, dest, pod_names=pod_names, **options)
+        return {pod: export.text() for pod, export in exports.items()}
+    finally:
+        for entry in os.listdir(dest):
+            os.unlink(os.path.join(dest, entry))
+        os.rmdir(dest)
 
 
 # The first line a new head container prints: RLark's head script runs ``ray start --head`` ("Ray runtime
@@ -138,9 +392,14 @@ def wait_for_logs(read, pod, until, timeout, interval=1.0, clock=time.monotonic,
 
 __all__ = [
     "CONTAINER_START",
+    "GATEWAY_TAIL_LINES",
     "SOURCES",
+    "Export",
     "LogSourceError",
+    "cluster_of",
+    "clusters_of",
     "current_container",
+    "export_logs",
     "head_pod_name",
     "read_logs",
     "wait_for_logs",

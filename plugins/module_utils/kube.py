@@ -369,7 +369,8 @@ class HttpTransport:
             conn.set_tunnel(self.host, self.port, headers=headers)
         return conn
 
-    def send(self, method, path, headers, body, timeout):
+    def send(self, method, path, headers, body, timeout, sink=None):
+        """``sink.write(chunk)`` takes a successful body in pieces (a long log), never held whole."""
         if self.conn is None:
             self.conn = self._connect(timeout)
         else:
@@ -379,7 +380,14 @@ class HttpTransport:
         try:
             self.conn.request(method, self.base_path + path, body=body, headers=headers)
             response = self.conn.getresponse()
-            data = response.read()
+            if sink is not None and response.status < 300:
+                for chunk in iter(lambda: response.read(1 << 16), b""):
+                    sink.write(chunk)
+                if response.length:  # read(amt) ends quietly when the connection drops before Content-Length
+                    raise http_client.IncompleteRead(b"", response.length)
+                data = b""
+            else:
+                data = response.read()
         except Exception:
             self.close()
             raise
@@ -509,8 +517,11 @@ class Client:
         delay = min(self.backoff_cap, self.backoff_base * (2**attempt))
         return delay * (0.5 + self.rand() / 2.0)
 
-    def request(self, method, path, query=None, body=None, content_type=None, on_ambiguous=None):
-        """One API call with retries; returns the decoded JSON body.
+    def request(self, method, path, query=None, body=None, content_type=None, on_ambiguous=None, sink=None):
+        """One API call with retries; returns the decoded JSON body (``{}`` when ``sink`` took it).
+
+        ``sink`` (``write(chunk)``, ``reset()``) receives a successful body as it streams; every
+        attempt starts it over.
 
         ``on_ambiguous`` is called (instead of a blind resend) when a request that is not
         idempotent may or may not have been applied; it returns a result to use, or None to resend.
@@ -519,6 +530,8 @@ class Client:
             path = path + "?" + urlencode([(k, v) for k, v in query if v is not None])
         payload = None if body is None else json.dumps(body).encode("utf-8")
         headers = self._headers(content_type if payload is not None else None)
+        if sink is not None:
+            headers["Accept"] = "*/*"  # a log is text/plain
         attempt = 0
         first_failure = None
         while True:
@@ -528,7 +541,11 @@ class Client:
             ambiguous = False
             try:
                 self.api_calls += 1
-                code, resp_headers, data = self.transport.send(method, path, headers, payload, timeout)
+                if sink is None:
+                    code, resp_headers, data = self.transport.send(method, path, headers, payload, timeout)
+                else:
+                    sink.reset()
+                    code, resp_headers, data = self.transport.send(method, path, headers, payload, timeout, sink=sink)
             except CONNECTION_ERRORS as exc:
                 now = self.clock()
                 first_failure = now if first_failure is None else first_failure

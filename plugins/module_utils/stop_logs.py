@@ -13,13 +13,25 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import datetime
+import os
+import tempfile
 import time
 
-from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError
+from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
+from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
+    GATEWAY_TAIL_LINES,
+    Export,
+    LineSink,
+    LogSourceError,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import read_tree, set_stopped, task_replicas
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
+
+# The head log a result carries inline (its lost-work count, -v output); the whole log is in its export file.
+HEAD_LOG_TAIL = 1 << 18
 
 
 def utc_iso(epoch):
@@ -48,14 +60,52 @@ def merge_log(previous, current):
 
 
 class LogTail:
-    """Merged logs per pod and, per pod, the wall-clock time its last line was first read."""
+    """Each pod's log exported to a file under ``export_dir``, grown by every read, and when its last line was read.
 
-    def __init__(self, read, clock=time.time):
+    ``read() -> {pod: Export or text}``: a full-history Export (files, kubeconfig) replaces the kept
+    file when it has at least as many lines; a window (the gateway, or text) is merged onto it.
+    Only file paths and counters stay in memory.
+    """
+
+    def __init__(self, read, export_dir, clock=time.time):
         self.read = read
+        self.export_dir = export_dir
         self.clock = clock
-        self.logs = {}
+        self.exports = {}
         self.last_line_seen = {}
         self.errors = []
+
+    def _note(self, message):
+        if message not in self.errors:
+            self.errors.append(message)
+
+    def _as_export(self, pod, got):
+        if isinstance(got, Export):
+            return got
+        handle, path = tempfile.mkstemp(prefix=".%s." % pod, suffix=".log", dir=self.export_dir)
+        os.close(handle)
+        sink = LineSink(Export(pod, "text", path, window=True))
+        sink.write((got or "").encode("utf-8"))
+        return sink.close()
+
+    def _keep(self, pod, got):
+        kept = self.exports.get(pod)
+        if kept is None:
+            return got
+        if got.window:
+            merged = merge_log(kept.text(), got.text())
+            sink = LineSink(Export(pod, got.source, got.path, got.cluster, window=True))
+            sink.write(merged.encode("utf-8"))
+            merged_export = sink.close()
+            merged_export.truncated = kept.truncated or got.truncated
+            return merged_export
+        if got.lines < kept.lines:
+            self._note(
+                "%s: the log source returned %d line(s), fewer than the %d read before; the earlier read is kept"
+                % (pod, got.lines, kept.lines)
+            )
+            return kept
+        return got
 
     def poll(self, strict=False):
         """Read once and merge; after the stop a failed read (a pod going away) is noted, not raised."""
@@ -65,18 +115,42 @@ class LogTail:
         except LogSourceError as exc:
             if strict:
                 raise
-            if str(exc) not in self.errors:
-                self.errors.append(str(exc))
-            return self.logs
-        for pod, text in read.items():
-            merged = merge_log(self.logs.get(pod, ""), text)
-            if merged != self.logs.get(pod):
-                self.logs[pod] = merged
+            self._note(str(exc))
+            return self.exports
+        for pod, got in read.items():
+            got = self._as_export(pod, got)
+            kept = self.exports.get(pod)
+            new = self._keep(pod, got)
+            for stale in {e.path for e in (kept, got) if e is not None} - {new.path}:
+                with contextlib.suppress(OSError):
+                    os.unlink(stale)
+            if kept is None or (new.lines, new.bytes) != (kept.lines, kept.bytes):
                 self.last_line_seen[pod] = now
-        return self.logs
+            self.exports[pod] = new
+        return self.exports
 
     def lines(self, pod):
-        return len(self.logs.get(pod, "").splitlines())
+        export = self.exports.get(pod)
+        return export.lines if export else 0
+
+    def text(self, pod):
+        export = self.exports.get(pod)
+        return export.text() if export else ""
+
+    def truncated(self):
+        return sorted(pod for pod, export in self.exports.items() if export.truncated)
+
+
+def truncation_finding(pods, source):
+    return finding(
+        "log-export-truncated",
+        "the %s log source returned only the last %d lines of pod(s) %s: their export is not complete"
+        % (source, GATEWAY_TAIL_LINES, ", ".join(pods)),
+        path="logs",
+        hint="read the logs with rlark_log_source=kubeconfig (or files), or accept a truncated export with "
+        "-e rlark_accept_truncated_logs=true (the stop record then says so)",
+        pods=pods,
+    )
 
 
 def stop_with_logs(
@@ -90,25 +164,36 @@ def stop_with_logs(
     interval=1.0,
     progress=None,
     ready=None,
+    export_dir=None,
+    accept_truncated=False,
     **clocks,
 ):
     """Read the logs, stop Job ``name`` (``spec.stopped`` only), then tail them until no Pod CR remains.
 
-    ``read() -> {pod: text}`` is the log source. Returns the result dict of rlark_stop_with_logs;
-    ``failed`` with ``msg`` when the pods did not go within ``timeout`` (the logs read so far are kept).
-    ``ready(head_log) -> reason`` judges the logs read right before the patch: a non-empty reason
-    sends no stop and returns ``msg`` without ``patched_at``. ``clocks`` (``clock``, ``sleep``) go to
-    the Waiter (tests). Raises ``jobs.Refused`` and
-    ``kube.KubeError`` as the stop does.
+    ``read() -> {pod: Export or text}`` is the log source; the exports are files in ``export_dir``
+    (a new temporary directory when not given), listed in ``log_exports``. Returns the result dict of
+    rlark_stop_with_logs; ``failed`` with ``msg`` when the pods did not go within ``timeout`` (the
+    logs read so far are kept). Before the patch, a truncated export (the gateway's 1000-line limit)
+    refuses the stop with finding ``log-export-truncated`` unless ``accept_truncated``; ``ready(head_log)
+    -> reason`` judges the head log read then: a non-empty reason sends no stop and returns ``msg``
+    without ``patched_at``. ``clocks`` (``clock``, ``sleep``) go to the Waiter (tests). Raises
+    ``jobs.Refused`` and ``kube.KubeError`` as the stop does.
     """
-    tail = LogTail(read)
-    result = {"changed": False, "logs": {}, "head_pod": head_pod, "wait_log": []}
+    export_dir = export_dir or tempfile.mkdtemp(prefix="rlark-stop-logs-")
+    tail = LogTail(read, export_dir)
+    result = {"changed": False, "head_pod": head_pod, "wait_log": [], "log_exports": [], "export_dir": export_dir}
     if not check_mode:
         tail.poll(strict=True)  # logs that cannot be read refuse the stop: nothing half-done
-        reason = ready(tail.logs.get(head_pod, "")) if ready else ""
+        truncated = tail.truncated()
+        if truncated and not accept_truncated:
+            source = tail.exports[truncated[0]].source
+            found = truncation_finding(truncated, source)
+            result.update(msg="Not stopped: %s (%s)." % (found["message"], found["hint"]), findings=[found])
+            return _finish(result, tail, head_pod)
+        reason = ready(tail.text(head_pod)) if ready else ""
         if reason:
-            result.update(msg=reason, logs=tail.logs, head_log=tail.logs.get(head_pod, ""))
-            return result
+            result.update(msg=reason)
+            return _finish(result, tail, head_pod)
     outcome = set_stopped(client, name, True, check_mode=check_mode)
     result.update(changed=outcome["changed"], action=outcome["action"], patched_at=utc_iso(time.time()))
     if check_mode:
@@ -138,13 +223,28 @@ def stop_with_logs(
         result["wait_log"] = waiter.log
         result["waited_seconds"] = round(waiter.clock() - waiter.started, 1)
     tail.poll()
-    result["logs"] = tail.logs
-    result["log_errors"] = tail.errors
-    result["head_log"] = tail.logs.get(head_pod, "")
-    result["last_line_seen_at"] = {pod: utc_iso(at) for pod, at in sorted(tail.last_line_seen.items())}
+    return _finish(result, tail, head_pod, accept_truncated)
+
+
+def _finish(result, tail, head_pod, accept_truncated=False):
+    """The exports' record fields and paths, and the head log's tail (the files stay; the record copies them)."""
+    exports = []
+    for _pod, export in sorted(tail.exports.items()):
+        fields = dict(export.fields(), path=export.path)
+        if export.truncated:
+            fields["truncation_accepted"] = bool(accept_truncated)
+        exports.append(fields)
+    head = tail.exports.get(head_pod)
+    result.update(
+        log_exports=exports,
+        logs_complete=bool(exports) and not any(e["truncated"] for e in exports),
+        log_errors=tail.errors,
+        head_log=head.tail(HEAD_LOG_TAIL) if head else "",
+        last_line_seen_at={pod: utc_iso(at) for pod, at in sorted(tail.last_line_seen.items())},
+    )
     head_seen = tail.last_line_seen.get(head_pod)
     result["head_last_line_seen_at"] = utc_iso(head_seen) if head_seen else None
     return redact_result(result)  # the logs are shown with -v: a secret echoed by the workload stays hidden
 
 
-__all__ = ["LogTail", "merge_log", "stop_with_logs", "utc_iso"]
+__all__ = ["LogTail", "merge_log", "stop_with_logs", "truncation_finding", "utc_iso"]

@@ -167,6 +167,11 @@ def outcome_fields(outcome, reason="", identity=None, selection=None, stop=None,
             "last_exported_line_seen_at": stop.get("head_last_line_seen_at"),
             "per_pod_last_line_seen_at": stop.get("last_line_seen_at") or {},
             "read_errors": stop.get("log_errors") or [],
+            "complete": bool(stop.get("logs_complete")),
+            "exports": [
+                dict({k: v for k, v in e.items() if k != "path"}, file="log-%s.log" % e.get("pod"))
+                for e in stop.get("log_exports") or []
+            ],
             "note": "read right before the stop patch and on every poll until no Pod CR remained",
         },
         "lost_work": lost_work(stop.get("head_log"), step),

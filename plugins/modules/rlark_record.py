@@ -56,6 +56,14 @@ options:
     description: More records of the same run, file kind to text (for example exported logs).
     type: dict
     default: {}
+  log_exports:
+    description:
+      - Exported pod logs (the RV(rlark.ops.rlark_stop_with_logs#module:log_exports) of a stop), each C({pod, path}).
+      - Each file is copied into the record directory as C(log-<pod>.log) in chunks (a log of any size), then
+        removed.
+    type: list
+    elements: dict
+    default: []
   run_id:
     description:
       - The run id, the record's directory (C(20250102T030405Z-migrate-3fa9c1)).
@@ -90,7 +98,7 @@ path:
   returned: always
   type: str
 files:
-  description: The files written from O(files).
+  description: The files written from O(files) and O(log_exports).
   returned: success
   type: list
   elements: str

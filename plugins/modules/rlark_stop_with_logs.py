@@ -15,8 +15,11 @@ description:
     C(spec.stopped) alone with a resourceVersion precondition, as M(rlark.ops.rlark_job) does for
     O(rlark.ops.rlark_job#module:state=stopped)), then keeps reading the logs on every poll until every Task
     has replicas 0 and no Pod CR of the Job remains.
-  - Every read is merged onto what was read before, so a log source that keeps only a window of recent lines
-    (RLark's gateway keeps 1000 lines, and nothing once the pod is gone) loses nothing that was read once.
+  - Every pod's log is streamed into an export file line by line (bounded memory for a log of any size); a later
+    read that returns the whole log replaces the file, a read of a window of recent lines (RLark's gateway keeps
+    1000 lines, and nothing once the pod is gone) is merged onto it, so nothing that was read once is lost.
+  - An export from the gateway that reached its 1000-line limit is TRUNCATED; such an export refuses the stop
+    before the patch (finding C(log-export-truncated)) unless O(accept_truncated_logs=true).
   - Logs that cannot be read before the stop refuse it (nothing is patched); a failed read while the pods go is
     reported in RV(log_errors).
   - The wait prints one progress line per change of what it observes.
@@ -63,8 +66,35 @@ options:
     description: Base URL of the RLark gateway for O(log_source=gateway).
     type: str
   data_plane_kubeconfig:
-    description: Kubeconfig of the data-plane cluster for O(log_source=kubeconfig).
+    description:
+      - Kubeconfig of the data-plane cluster for O(log_source=kubeconfig); with O(data_plane_kubeconfigs), the one for
+        clusters not listed there.
     type: str
+  data_plane_kubeconfigs:
+    description:
+      - Data-plane cluster ID (the Task's namespace without C(rlark-)) to its kubeconfig path, for
+        O(log_source=kubeconfig); each pod is read from the cluster its Task runs in (O(clusters)).
+      - A pod whose cluster is in neither this nor O(data_plane_kubeconfig) fails the read, naming the cluster.
+    type: dict
+    default: {}
+  clusters:
+    description:
+      - Pod or Task object name to the data-plane cluster ID it runs in (the P(rlark.ops.log_clusters#filter) filter
+        of the Job's Tasks and Pod CRs); a pod not listed is looked up by its Task's name (the pod name without its
+        ordinal).
+    type: dict
+    default: {}
+  accept_truncated_logs:
+    description:
+      - Stop even when an export is truncated (the gateway's 1000-line limit); RV(log_exports) then says
+        C(truncation_accepted).
+    type: bool
+    default: false
+  export_dir:
+    description:
+      - Directory for the export files (a new hidden directory is made in it); the system temporary directory when
+        not set. M(rlark.ops.rlark_record) O(rlark.ops.rlark_record#module:log_exports) moves them into the record.
+    type: path
   namespace:
     description: Namespace of the workloads in the data-plane cluster (default C(rlark-system)).
     type: str
@@ -142,16 +172,34 @@ pods_gone_at:
   description: UTC time when no Pod CR of the Job remained.
   returned: when the wait ended in time
   type: str
-logs:
-  description: Pod name to its merged log text.
+log_exports:
+  description:
+    - One entry per pod whose log was read; the file at C(path) holds the whole exported log (redacted lines).
+    - C(source), C(cluster) (kubeconfig source), C(lines), C(bytes), C(first_timestamp) and C(last_timestamp) (from
+      the kubelet with the kubeconfig source, else from a time at the start of the log lines, else null;
+      C(timestamps_from) says which), C(truncated), C(truncation_accepted) (when truncated).
   returned: always
-  type: dict
+  type: list
+  elements: dict
+logs_complete:
+  description: Every export was read and none is truncated.
+  returned: always
+  type: bool
+export_dir:
+  description: The directory of the export files (removed when no stop was sent).
+  returned: when the stop was sent
+  type: str
+findings:
+  description: The finding that refused the stop (C(log-export-truncated)).
+  returned: when a truncated export refused the stop
+  type: list
+  elements: dict
 head_pod:
   description: The head pod's name.
   returned: always
   type: str
 head_log:
-  description: The head pod's merged log text.
+  description: The last 256 KiB of the head pod's exported log (the whole log is in its export file).
   returned: success
   type: str
 last_line_seen_at:

@@ -133,8 +133,8 @@ def test_exported_head_log_has_the_save_line_of_the_recorded_step_under_cpu_load
     with open(os.path.join(stamp_dir, "stop.yml")) as fh:
         record = yaml.safe_load(fh)["data"]
     step = record["global_step"]
-    with open(os.path.join(stamp_dir, "log-%s-actor-0.yml" % w.name)) as fh:
-        exported = yaml.safe_load(fh)["data"]["text"]
+    with open(os.path.join(stamp_dir, "log-%s-actor-0.log" % w.name)) as fh:
+        exported = fh.read()
     assert "Saving checkpoint at step %d." % step in exported
     # Complete up to the pods' removal: every line the trainer wrote is in the export.
     with open(os.path.join(w.sandbox.logs_dir, w.name, "%s-actor-0.log" % w.name)) as fh:
@@ -143,6 +143,8 @@ def test_exported_head_log_has_the_save_line_of_the_recorded_step_under_cpu_load
     assert record["outcome"] == "stopped" and record["identity"]["username"] == "rlark-operator"
     assert record["selection"]["jobs"] == [w.name] and record["collection_version"]
     assert record["logs"]["last_exported_line_seen_at"] and record["stop_patched_at"]
+    (export,) = [e for e in record["logs"]["exports"] if e["pod"] == "%s-actor-0" % w.name]
+    assert (export["source"], export["lines"], export["truncated"]) == ("files", len(written.splitlines()), False)
     assert not job_pods(w.sandbox, w.name), "Pod CRs remain after the stop"
     summaries = w.records_of("summary", job="guarded-stop-runs")
     assert summaries[-1]["data"]["selection"]["jobs"] == [w.name]

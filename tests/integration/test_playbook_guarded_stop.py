@@ -106,7 +106,7 @@ def test_refused_while_a_save_is_recent_then_stopped_after_a_complete_save(runni
     assert record["data_version"]["version"] == w.manifest["data"]["version"]
     stamp_dir = os.path.join(w.records, w.name, sorted(os.listdir(os.path.join(w.records, w.name)))[-1])
     assert any(f.startswith("log-%s-actor-0" % w.name) for f in os.listdir(stamp_dir)), "logs not exported"
-    with open(os.path.join(stamp_dir, "log-%s-actor-0.yml" % w.name)) as fh:
+    with open(os.path.join(stamp_dir, "log-%s-actor-0.log" % w.name)) as fh:
         assert "Saving checkpoint at step %d." % step in fh.read()
 
     again = stop(w)

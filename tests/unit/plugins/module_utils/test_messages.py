@@ -20,7 +20,7 @@ def test_a_differing_job_names_the_playbook_switch_once():
 
 @pytest.mark.parametrize(
     "source,variable",
-    [("files", "rlark_logs_dir"), ("gateway", "rlark_gateway_url"), ("kubeconfig", "rlark_data_plane_kubeconfig")],
+    [("files", "rlark_logs_dir"), ("gateway", "rlark_gateway_url"), ("kubeconfig", "rlark_data_plane_kubeconfigs")],
 )
 def test_a_log_source_without_its_setting_names_the_variable_once(source, variable):
     with pytest.raises(joblogs.LogSourceError) as err:
