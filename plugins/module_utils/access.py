@@ -12,9 +12,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
+from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_GROUP as GROUP
 from ansible_collections.rlark.ops.plugins.module_utils.kube import (
     AUTH_OPTIONS,
-    GROUP,
     ApiError,
     KubeError,
     client_from_params,

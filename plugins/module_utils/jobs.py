@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding, has_errors
 from ansible_collections.rlark.ops.plugins.module_utils.kube import ApiError, resource_path
 from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
@@ -49,16 +50,11 @@ def job_path(name):
     return resource_path("jobs", name)
 
 
-def job_name(job):
-    return (job.get("metadata") or {}).get("name")
+job_name = jobspec.job_name
 
 
 def job_phase(job):
     return (job.get("status") or {}).get("phase") or ""
-
-
-def templates(job):
-    return (job.get("spec") or {}).get("tasks") or []
 
 
 # --- reads ----------------------------------------------------------------------------------------
@@ -88,7 +84,7 @@ def list_pods(client, task_names):
 def task_names_of(job, tasks):
     """Object names of the Job's Tasks: the listed ones plus those its templates imply."""
     names = {t["metadata"]["name"] for t in tasks}
-    names.update(task_object_name(job_name(job), t.get("name")) for t in templates(job) if t.get("name"))
+    names.update(task_object_name(job_name(job), t.get("name")) for t in jobspec.tasks(job) if t.get("name"))
     return sorted(names)
 
 
@@ -157,8 +153,8 @@ def make_diff(before, after):
 def structural_findings(live, desired):
     """Changes RLark cannot apply to an existing Job: the task set and any nodeSelector."""
     found = []
-    live_names = [t.get("name") for t in templates(live)]
-    want_names = [t.get("name") for t in templates(desired)]
+    live_names = [t.get("name") for t in jobspec.tasks(live)]
+    want_names = [t.get("name") for t in jobspec.tasks(desired)]
     if live_names != want_names:
         added = [n for n in want_names if n not in live_names]
         removed = [n for n in live_names if n not in want_names]
@@ -178,7 +174,7 @@ def structural_findings(live, desired):
             )
         )
         return found
-    for index, (old, new) in enumerate(zip(templates(live), templates(desired))):
+    for index, (old, new) in enumerate(zip(jobspec.tasks(live), jobspec.tasks(desired))):
         if prune_empty(old.get("nodeSelector") or {}) != prune_empty(new.get("nodeSelector") or {}):
             found.append(
                 finding(
@@ -348,10 +344,8 @@ def pvc_claims(job):
     An empty claimName becomes ``pvc-<task object name>-<volume>``.
     """
     claims = []
-    for index, tmpl in enumerate(templates(job)):
-        workload = ((tmpl.get("kubernetes") or {}).get("workload")) or {}
-        pod_spec = ((workload.get("template") or {}).get("spec")) or {}
-        for vol in pod_spec.get("volumes") or []:
+    for index, tmpl in enumerate(jobspec.tasks(job)):
+        for vol in jobspec.volumes(tmpl):
             pvc = vol.get("persistentVolumeClaim")
             if pvc is None:
                 continue
@@ -359,13 +353,14 @@ def pvc_claims(job):
                 task_object_name(job_name(job), tmpl.get("name")),
                 vol.get("name"),
             )
+            storage_map = jobspec.workload(tmpl).get("pvcStorageMap") or {}
             claims.append(
                 {
                     "task": tmpl.get("name"),
                     "volume": vol.get("name"),
                     "claim": claim,
                     "generated_name": not pvc.get("claimName"),
-                    "storage_class": (workload.get("pvcStorageMap") or {}).get(pvc.get("claimName") or claim),
+                    "storage_class": storage_map.get(pvc.get("claimName") or claim),
                     "path": "spec.tasks[%d].kubernetes.workload.template.spec.volumes" % index,
                 }
             )
@@ -437,9 +432,7 @@ def delete_job(client, name, allow_pvc_deletion=False, check_mode=False):
 
 
 def task_replicas(task):
-    workload = (((task.get("spec") or {}).get("kubernetes")) or {}).get("workload") or {}
-    replicas = workload.get("replicas")
-    return 1 if replicas is None else replicas
+    return jobspec.replicas(task.get("spec"))
 
 
 def stopped_check(client, name):
@@ -470,7 +463,7 @@ def started_check(client, name):
         found = placement_findings(tree["job"], tree["tasks"])
         if found:  # RLark will never run these Tasks as they are: say so now, not at the timeout
             raise Refused("Job %r cannot become Running." % name, found)
-        want = {task_object_name(name, t.get("name")) for t in templates(tree["job"])}
+        want = {task_object_name(name, t.get("name")) for t in jobspec.tasks(tree["job"])}
         have = {task_key(t): (t.get("status") or {}).get("phase") or "" for t in tree["tasks"]}
         missing = sorted(want - {key[1] for key in have})
         not_running = sorted("%s/%s" % key for key, p in have.items() if p != "Running")

@@ -25,15 +25,15 @@ import ssl
 import tempfile
 import time
 
+from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_VERSION
+
 try:
     import http.client as http_client
     from urllib.parse import quote, urlencode, urlsplit
 except ImportError:  # pragma: no cover - Python 2 is not supported, keeps sanity's py2 compile quiet
     http_client = None
 
-GROUP = "rlinf.io"
-VERSION = "v1alpha1"
-API_PREFIX = "/apis/%s/%s" % (GROUP, VERSION)
+API_PREFIX = "/apis/" + API_VERSION
 DEFAULT_PAGE_LIMIT = 500
 DEFAULT_TIMEOUT = 120.0
 # A server that never answered (refused, unroutable) is given this long before the task fails; once

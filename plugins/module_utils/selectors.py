@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 
 # Labels RLark puts only on the Node custom resource, never on the data-plane node.
@@ -149,16 +150,14 @@ def worker_requests(pod_template):
 def selectors_from_job(job):
     """``[{name, selector, replicas, head, requests}]`` from a Job's task templates."""
     out = []
-    for tmpl in (job.get("spec") or {}).get("tasks") or []:
-        workload = ((tmpl.get("kubernetes") or {}).get("workload")) or {}
-        replicas = workload.get("replicas")
+    for tmpl in jobspec.tasks(job):
         out.append(
             {
                 "name": tmpl.get("name"),
                 "selector": dict(tmpl.get("nodeSelector") or {}),
-                "replicas": 1 if replicas is None else replicas,
+                "replicas": jobspec.replicas(tmpl),
                 "head": bool(tmpl.get("head")),
-                "requests": worker_requests(workload.get("template")),
+                "requests": worker_requests(jobspec.pod_template(tmpl)),
             }
         )
     return out

@@ -15,6 +15,7 @@ import json
 import os
 import re
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import hydra_overrides, parts
 
 NOT_CONFIRMED = "digest not confirmed"
@@ -31,9 +32,8 @@ def _images(job, manifest):
         if isinstance(image, dict) and image.get("reference"):
             recorded[role.get("name")] = image
     out = []
-    for task in (job.get("spec") or {}).get("tasks") or []:
-        pod = ((task.get("kubernetes") or {}).get("workload") or {}).get("template", {}).get("spec") or {}
-        for c in pod.get("containers") or []:
+    for task in jobspec.tasks(job):
+        for c in jobspec.containers(task):
             ref = c.get("image") or ""
             entry = {"task": task.get("name"), "container": c.get("name"), "image": ref}
             if "@sha256:" in ref:
@@ -55,7 +55,7 @@ def build(resource, manifest=None, location=None, gate=None):
     manifest = manifest or {}
     location = location or {}
     gate = gate or {}
-    head = next((t for t in (job.get("spec") or {}).get("tasks") or [] if t.get("head")), {})
+    head = jobspec.head_task(job)
     code = manifest.get("code") or {}
     ckpt = manifest.get("checkpoint") or {}
     data = manifest.get("data") or {}

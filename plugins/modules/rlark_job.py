@@ -232,6 +232,7 @@ status:
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
     argument_spec,
     auth_params,
@@ -253,7 +254,6 @@ from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
     set_stopped,
     started_check,
     stopped_check,
-    templates,
 )
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
@@ -288,12 +288,12 @@ def load_definition(module):
     if not isinstance(definition, dict):
         module.fail_json(msg="The Job definition must be a single YAML/JSON object.")
     found = []
-    if definition.get("apiVersion") != "rlinf.io/v1alpha1" or definition.get("kind") != "Job":
+    if definition.get("apiVersion") != jobspec.API_VERSION or definition.get("kind") != jobspec.KIND:
         found.append(
             finding(
                 "job-kind",
-                "The definition is %s/%s, not rlinf.io/v1alpha1/Job."
-                % (definition.get("apiVersion"), definition.get("kind")),
+                "The definition is %s/%s, not %s/%s."
+                % (definition.get("apiVersion"), definition.get("kind"), jobspec.API_VERSION, jobspec.KIND),
                 path="kind",
             )
         )
@@ -302,7 +302,7 @@ def load_definition(module):
     if name and meta.get("name") and meta["name"] != name:
         found.append(finding("job-name-mismatch", "name %r differs from metadata.name %r." % (name, meta["name"])))
     meta.setdefault("name", name)
-    found.extend(name_findings(meta.get("name"), [t.get("name") for t in templates(definition)]))
+    found.extend(name_findings(meta.get("name"), [t.get("name") for t in jobspec.tasks(definition)]))
     if has_errors(found):
         raise Refused("The Job definition is not usable.", found)
     return definition
