@@ -13,7 +13,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.access import ACCESS_CHECK_SPEC, run_access_check
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 
 display = Display()
 

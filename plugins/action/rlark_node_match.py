@@ -14,12 +14,12 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import (
     NODE_MATCH_RULES,
     NODE_MATCH_SPEC,
     argument_spec,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.nodes import node_match
 
 display = Display()
@@ -37,8 +37,8 @@ class ActionModule(ActionBase):
         params = self.validate_argument_spec(argument_spec=argument_spec(**NODE_MATCH_SPEC), **NODE_MATCH_RULES)[1]
         try:
             outcome, failure = node_match(params, log=display.vvv)
-        except KubeError as exc:
-            result.update(failed=True, changed=False, msg=str(exc), status=exc.to_dict(), **getattr(exc, "counts", {}))
+        except FAILURES as exc:
+            result.update(failure_result(exc))
             return result
         result.update(outcome)
         if failure:

@@ -105,7 +105,6 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import S3_ARG_SPEC
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source, import_boto3
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
@@ -115,6 +114,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
     tree_diff,
     tree_summary,
 )
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import S3_ARG_SPEC
 
 
 def snapshot(module):

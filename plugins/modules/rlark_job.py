@@ -233,13 +233,6 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.rlark.ops.plugins.module_utils import jobspec
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
-    argument_spec,
-    auth_params,
-    call_counts,
-    fail_kube,
-    fail_refused,
-)
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding, has_errors
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
     Refused,
@@ -255,7 +248,9 @@ from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
     started_check,
     stopped_check,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import api_client, call_counts
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 from ansible_collections.rlark.ops.plugins.module_utils.resume import copy_job
@@ -442,17 +437,8 @@ def main():
             msg="wait_for=%s cannot be reached with state=%s: wait for Stopped after state=stopped, for another phase "
             "after state=started or present, and for none after state=absent." % (phase, state)
         )
-    client = None
-    try:
-        client = client_from_params(auth_params(module.params), timeout=module.params["wait_timeout"], log=module.log)
+    with api_client(module, timeout=module.params["wait_timeout"]) as client:
         result = run(module, client)
-    except Refused as exc:
-        fail_refused(module, exc, changed=getattr(exc, "changed", False), **call_counts(client))
-    except KubeError as exc:
-        fail_kube(module, exc, changed=getattr(exc, "changed", False), **call_counts(client))
-    finally:
-        if client is not None:
-            client.close()
     for item in result["findings"]:
         if item["severity"] == WARNING:
             module.warn("%s: %s" % (item["id"], item["message"]))
