@@ -17,21 +17,21 @@ KIND = "Job"
 MAIN_CONTAINER = "main"
 
 
-def _dict(value):
+def as_dict(value):
     return value if isinstance(value, dict) else {}
 
 
-def _list(value):
+def as_list(value):
     return value if isinstance(value, list) else []
 
 
 def job_name(job):
-    return _dict(_dict(job).get("metadata")).get("name")
+    return as_dict(as_dict(job).get("metadata")).get("name")
 
 
 def tasks(job):
     """The task templates of a Job (``spec.tasks``), ``[]`` when there are none."""
-    return _list(_dict(_dict(job).get("spec")).get("tasks"))
+    return as_list(as_dict(as_dict(job).get("spec")).get("tasks"))
 
 
 def head_index(job):
@@ -50,7 +50,7 @@ def head_task(job):
 
 def workload(task):
     """``kubernetes.workload`` of a task template (or the ``spec`` of a Task object)."""
-    return _dict(_dict(_dict(task).get("kubernetes")).get("workload"))
+    return as_dict(as_dict(as_dict(task).get("kubernetes")).get("workload"))
 
 
 def replicas(task):
@@ -60,18 +60,18 @@ def replicas(task):
 
 
 def pod_template(task):
-    return _dict(workload(task).get("template"))
+    return as_dict(workload(task).get("template"))
 
 
 def pod_spec(task):
-    return _dict(pod_template(task).get("spec"))
+    return as_dict(pod_template(task).get("spec"))
 
 
 def containers(task, init=False):
     """The pod's containers (with ``init``, its init containers after them)."""
     spec = pod_spec(task)
-    out = _list(spec.get("containers"))
-    return out + _list(spec.get("initContainers")) if init else out
+    out = as_list(spec.get("containers"))
+    return out + as_list(spec.get("initContainers")) if init else out
 
 
 def main_container(task):
@@ -84,7 +84,7 @@ def main_container(task):
 
 
 def volumes(task):
-    return _list(pod_spec(task).get("volumes"))
+    return as_list(pod_spec(task).get("volumes"))
 
 
 __all__ = [
