@@ -184,6 +184,13 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
                 head["runScript"] = script
                 found.extend(_own_output(job, head, index, new_name))
         _mark_resume(meta, job_name(source), resume_dir)
+    found.extend(_shared_claim_findings(source))
+    return job, found
+
+
+def _shared_claim_findings(source):
+    """``copy-agent-pvc`` warnings: a copy gets new agent-created claims or shares the source's."""
+    found = []
     for claim in pvc_claims(source):
         if claim["generated_name"]:
             message = (
@@ -205,7 +212,7 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
                 hint="Keep checkpoints on hostPath or an object-storage class with reclaimPolicy Retain.",
             )
         )
-    return job, found
+    return found
 
 
 def review_view(copy_job_, source):

@@ -116,10 +116,16 @@ def documented_severities():
 
 
 def registries():
-    """The rule registries: the review's, and the checkpoint gate's when ``checkpoint.rules`` provides one."""
+    """The rule registries as ``(id, severity, check)`` rows: the review's, the selector proof's, and the
+    checkpoint gate's when ``checkpoint.rules`` provides one."""
+    from ansible_collections.rlark.ops.plugins.module_utils import selectors
     from ansible_collections.rlark.ops.plugins.module_utils.review import rules as review_rules
 
-    tables = {"review": review_rules.RULES}
+    proof = selectors.PLACEMENT_RULES + selectors.DRIFT_RULES
+    tables = {
+        "review": review_rules.RULES,
+        "selector-proof": tuple((rule_id, one, check) for rule_id, many, check in proof for one in many),
+    }
     try:  # hook: the checkpoint package exposes its table as checkpoint/rules.py::RULES
         from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import rules as checkpoint_rules
     except ImportError:
