@@ -14,12 +14,8 @@ __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding, has_errors
-from ansible_collections.rlark.ops.plugins.module_utils.job_diff import (  # noqa: F401 (re-exported)
-    VOLATILE_METADATA,
-    diff_view,
-    make_diff,
+from ansible_collections.rlark.ops.plugins.module_utils.job_diff import (
     normalised_spec,
-    prune_empty,
     spec_merge_patch,
     structural_findings,
 )

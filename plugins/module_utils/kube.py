@@ -25,14 +25,14 @@ import time
 
 from ansible_collections.rlark.ops.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_VERSION
-from ansible_collections.rlark.ops.plugins.module_utils.kube_auth import (  # noqa: F401 (re-exported)
+from ansible_collections.rlark.ops.plugins.module_utils.kube_auth import (
     AUTH_OPTIONS,
     SERVICE_ACCOUNT_DIR,
     Settings,
     auth_params,
     resolve_auth,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.kube_errors import (  # noqa: F401 (re-exported)
+from ansible_collections.rlark.ops.plugins.module_utils.kube_errors import (
     ApiError,
     ConfigError,
     KubeError,
@@ -444,3 +444,29 @@ def client_from_params(params, timeout=DEFAULT_TIMEOUT, log=None):
     params = auth_params(params)
     connect_timeout = connect_timeout_of(params)
     return Client(resolve_auth(params), timeout=timeout, log=log, connect_timeout=connect_timeout)
+
+
+# The client's public names, the auth and error names it re-exports included.
+__all__ = [
+    "API_PREFIX",
+    "AUTH_OPTIONS",
+    "CONNECT_TIMEOUT_ENV",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "SERVICE_ACCOUNT_DIR",
+    "ApiError",
+    "Client",
+    "ConfigError",
+    "HttpTransport",
+    "KubeError",
+    "Settings",
+    "TransportError",
+    "auth_params",
+    "bypasses_proxy",
+    "client_from_params",
+    "connect_timeout_of",
+    "parse_status",
+    "resolve_auth",
+    "resource_path",
+    "retry_after_seconds",
+]

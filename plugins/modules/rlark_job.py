@@ -234,6 +234,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding, has_errors
+from ansible_collections.rlark.ops.plugins.module_utils.job_diff import make_diff
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
     Refused,
     absent_check,
@@ -241,7 +242,6 @@ from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
     ensure_present,
     get_job,
     list_tasks,
-    make_diff,
     phase_check,
     read_tree,
     set_stopped,
