@@ -21,12 +21,11 @@ import tempfile
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.action.rlark_ckpt_wait import checkpoint_wait
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec, auth_params
-from ansible_collections.rlark.ops.plugins.module_utils.findings import render
 from ansible_collections.rlark.ops.plugins.module_utils.gate_wait import not_ready_reason
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, export_logs, head_pod_name
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused
-from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import stop_with_logs
 from ansible_collections.rlark.ops.plugins.module_utils.verify import log_report
 
@@ -98,7 +97,7 @@ class ActionModule(ActionBase):
 
         client = None
         try:
-            client = client_from_params(auth_params(p), timeout=p["wait_timeout"] + 60, log=display.vvv)
+            client = client_from_params(p, timeout=p["wait_timeout"] + 60, log=display.vvv)
             if p["checkpoint_wait"]:
                 # Client ready before the wait: the stop follows the verdict with nothing in between.
                 result["gate"] = checkpoint_wait(self, p["checkpoint_wait"], task_vars, progress)
@@ -123,11 +122,8 @@ class ActionModule(ActionBase):
                 export_dir=export_dir,
                 accept_truncated=p["accept_truncated_logs"],
             )
-        except Refused as exc:
-            result.update(failed=True, changed=False, msg="%s %s" % (exc, render(exc.findings)), findings=exc.findings)
-            return result
-        except KubeError as exc:
-            result.update(failed=True, changed=False, msg=str(exc), status=exc.to_dict())
+        except FAILURES as exc:
+            result.update(failure_result(exc, client))
             return result
         except LogSourceError as exc:
             result.update(failed=True, changed=False, msg="Cannot read the logs of Job %s: %s" % (name, exc))
@@ -136,7 +132,7 @@ class ActionModule(ActionBase):
             if "failed" in result or client is None:
                 shutil.rmtree(export_dir, ignore_errors=True)  # only this call's temporary exports
             if client is not None:
-                result.update(api_calls=client.api_calls)
+                result.update(call_counts(client))
                 client.close()
         result.update(outcome)
         if "patched_at" not in outcome or self._task.check_mode:

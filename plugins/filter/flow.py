@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Data steps of the rlark.ops roles as filters (each ~ms on the controller instead of a module run).
 
-Logic lives in module_utils (placement, ckpt_locate, verify, summary); these wrappers only turn
+Logic lives in module_utils (placement, ckpt_locate, verify, stop_summary); these wrappers only turn
 Ansible's objects (hostvars, registered loop results) into plain data and errors into filter errors.
 """
 
@@ -16,7 +16,7 @@ from ansible_collections.rlark.ops.plugins.module_utils import (
     gate_view,
     placement,
     stop_record,
-    summary,
+    stop_summary,
     verify,
 )
 from ansible_collections.rlark.ops.plugins.module_utils.query import QueryError, plain, query
@@ -85,8 +85,8 @@ def job_state(resource, proof=None, job_name=None):
     return verify.job_state(plain(resource), plain(proof), job_name)
 
 
-def stop_summary(results):
-    return summary.stop_summary(plain(results))
+def stop_summary_table(results):
+    return stop_summary.stop_summary(plain(results))
 
 
 def signal_regexes(items):
@@ -197,6 +197,6 @@ class FilterModule:
             "log_report": log_report,
             "node_host": node_host,
             "resume_report": resume_report,
-            "stop_summary": stop_summary,
+            "stop_summary": stop_summary_table,
             "without_resume_override": without_resume_override,
         }

@@ -12,13 +12,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
+from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_GROUP as GROUP
 from ansible_collections.rlark.ops.plugins.module_utils.kube import (
-    AUTH_OPTIONS,
-    GROUP,
     ApiError,
     KubeError,
     client_from_params,
 )
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import call_counts, failure_result
 
 ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 SELF_REVIEWS = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
@@ -115,17 +115,17 @@ def run_access_check(params, log=None):
     """The rlark_access_check result for validated ``params`` (module and action plugin share it)."""
     client = None
     try:
-        client = client_from_params({k: params.get(k) for k in AUTH_OPTIONS}, timeout=params["timeout"], log=log)
+        client = client_from_params(params, timeout=params["timeout"], log=log)
         if params.get("job"):
             checked = check_job_access(client, params["job"])
         else:
             checked = {"identity": whoami(client), "allowed": [], "denied": [], "findings": [], "msg": ""}
     except KubeError as exc:
-        return {"failed": True, "changed": False, "msg": str(exc), "status": exc.to_dict()}
+        return failure_result(exc, client)
     finally:
         if client is not None:
             client.close()
-    result = dict(checked, changed=False, api_calls=client.api_calls)
+    result = dict(checked, changed=False, **call_counts(client))
     if checked["denied"]:
         result["failed"] = True
     else:

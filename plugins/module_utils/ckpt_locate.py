@@ -16,7 +16,8 @@ __metaclass__ = type
 import copy
 import posixpath
 
-from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec
+from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
 
 
 def hydra_overrides(script):
@@ -31,24 +32,7 @@ def parts(resource):
     return job, resource.get("tasks") or [], resource.get("pods") or []
 
 
-def head_template(job):
-    tasks = (job or {}).get("spec", {}).get("tasks") or []
-    for task in tasks:
-        if task.get("head"):
-            return task
-    return tasks[0] if tasks else {}
-
-
-def _pod_spec(task):
-    return ((task.get("kubernetes") or {}).get("workload") or {}).get("template", {}).get("spec") or {}
-
-
-def _main(pod_spec):
-    containers = pod_spec.get("containers") or []
-    for c in containers:
-        if c.get("name") == "main":
-            return c
-    return containers[0] if containers else {}
+head_template = jobspec.head_task
 
 
 def checkpoint_root(job, manifest=None, explicit=None):
@@ -75,7 +59,7 @@ def checkpoint_root(job, manifest=None, explicit=None):
 def head_pod_node(job, tasks, pods):
     """The node of the head task's pod 0 (the RLinf driver writes the checkpoints), or None."""
     head = head_template(job)
-    task_object = "%s-%s" % ((job.get("metadata") or {}).get("name"), head.get("name"))
+    task_object = task_object_name(jobspec.job_name(job), head.get("name"))
     candidates = []
     for pod in pods:
         labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -120,9 +104,9 @@ def locate(resource, manifest=None, explicit_root=None, object_storage=None):
         out["reason"] = "The checkpoint directory is unknown: %s." % source
         return out
     head = head_template(job)
-    spec = _pod_spec(head)
+    spec = jobspec.pod_spec(head)
     best = None
-    for m in _main(spec).get("volumeMounts") or []:
+    for m in jobspec.main_container(head).get("volumeMounts") or []:
         mp = (m.get("mountPath") or "").rstrip("/") or "/"
         covers = root == mp or root.startswith(mp.rstrip("/") + "/")
         if covers and (best is None or len(mp) > len(best[0])):
@@ -157,7 +141,7 @@ def locate(resource, manifest=None, explicit_root=None, object_storage=None):
             head.get("name"),
             vol.get("name"),
         )
-        storage_map = ((head.get("kubernetes") or {}).get("workload") or {}).get("pvcStorageMap") or {}
+        storage_map = jobspec.workload(head).get("pvcStorageMap") or {}
         cls = storage_map.get(claim.get("claimName") or "") or storage_map.get(name)
         if cls in object_storage:
             target = dict(object_storage[cls])

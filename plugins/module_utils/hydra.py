@@ -119,9 +119,14 @@ def step_number(path):
     return int(match.group(1)) if match else None
 
 
+def step_name(step):
+    """``global_step_<step>``: the directory name RLinf saves step ``step`` under."""
+    return "global_step_%d" % int(step)
+
+
 def step_dir(root, step):
     """``<root>/global_step_<step>`` without a trailing slash."""
-    return posixpath.join((root or "").rstrip("/"), "global_step_%d" % int(step))
+    return posixpath.join((root or "").rstrip("/"), step_name(step))
 
 
-__all__ = ["get", "overrides", "parse", "set_override", "step_dir", "step_number", "strip_override"]
+__all__ = ["get", "overrides", "parse", "set_override", "step_dir", "step_name", "step_number", "strip_override"]

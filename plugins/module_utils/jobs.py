@@ -12,12 +12,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
-
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding, has_errors
+from ansible_collections.rlark.ops.plugins.module_utils.job_diff import (
+    normalised_spec,
+    spec_merge_patch,
+    structural_findings,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.kube import ApiError, resource_path
 from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
-from ansible_collections.rlark.ops.plugins.module_utils.redact import redact
 from ansible_collections.rlark.ops.plugins.module_utils.task_identity import (
     duplicate_findings,
     placement_findings,
@@ -31,8 +34,6 @@ PODS = resource_path("pods")
 JOB_LABEL = "rlinf.io/job"
 POD_TASK_LABEL = "rlark.io/task-name"
 TERMINAL_PHASES = ("Succeeded", "Failed")
-# Server-owned metadata that never counts as a difference.
-VOLATILE_METADATA = ("resourceVersion", "generation", "managedFields", "uid", "creationTimestamp", "selfLink")
 MAX_CONFLICT_RETRIES = 5
 POD_SELECTOR_CHUNK = 50
 
@@ -49,16 +50,11 @@ def job_path(name):
     return resource_path("jobs", name)
 
 
-def job_name(job):
-    return (job.get("metadata") or {}).get("name")
+job_name = jobspec.job_name
 
 
 def job_phase(job):
     return (job.get("status") or {}).get("phase") or ""
-
-
-def templates(job):
-    return (job.get("spec") or {}).get("tasks") or []
 
 
 # --- reads ----------------------------------------------------------------------------------------
@@ -88,7 +84,7 @@ def list_pods(client, task_names):
 def task_names_of(job, tasks):
     """Object names of the Job's Tasks: the listed ones plus those its templates imply."""
     names = {t["metadata"]["name"] for t in tasks}
-    names.update(task_object_name(job_name(job), t.get("name")) for t in templates(job) if t.get("name"))
+    names.update(task_object_name(job_name(job), t.get("name")) for t in jobspec.tasks(job) if t.get("name"))
     return sorted(names)
 
 
@@ -116,90 +112,6 @@ def get_nodes(client, pods):
         if node and (ns, node) not in nodes:
             nodes[(ns, node)] = client.get_or_none(resource_path("nodes", node, ns))
     return [nodes[k] for k in sorted(nodes) if nodes[k] is not None]
-
-
-# --- normalisation and diff -----------------------------------------------------------------------
-
-
-def prune_empty(value):
-    """Drop None values recursively: the server does not store them, so they are no difference."""
-    if isinstance(value, dict):
-        return {k: prune_empty(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [prune_empty(v) for v in value]
-    return value
-
-
-def normalised_spec(spec):
-    """The spec as compared for ``state: present``: None values dropped, ``stopped`` ignored."""
-    spec = prune_empty(copy.deepcopy(spec or {}))
-    spec.pop("stopped", None)
-    return spec
-
-
-def diff_view(job):
-    """A Job as shown in a diff: without server bookkeeping that changes on every write."""
-    if not job:
-        return {}
-    view = copy.deepcopy(job)
-    meta = view.get("metadata") or {}
-    for key in VOLATILE_METADATA:
-        meta.pop(key, None)
-    view.pop("status", None)
-    return view
-
-
-def make_diff(before, after):
-    """What --diff prints: secrets masked (a live Job may carry env values set in the console)."""
-    return {"before": redact(diff_view(before)), "after": redact(diff_view(after))}
-
-
-def structural_findings(live, desired):
-    """Changes RLark cannot apply to an existing Job: the task set and any nodeSelector."""
-    found = []
-    live_names = [t.get("name") for t in templates(live)]
-    want_names = [t.get("name") for t in templates(desired)]
-    if live_names != want_names:
-        added = [n for n in want_names if n not in live_names]
-        removed = [n for n in live_names if n not in want_names]
-        found.append(
-            finding(
-                "job-task-set-change",
-                "The task set would change (live %s, desired %s%s%s): RLark never deletes the old Tasks and "
-                "their workloads, and a task missing from status.tasks freezes the Job."
-                % (
-                    live_names,
-                    want_names,
-                    "; added %s" % added if added else "",
-                    "; removed %s" % removed if removed else "",
-                ),
-                path="spec.tasks",
-                hint="Create a new Job with the new task set (copy_from), then delete the old one.",
-            )
-        )
-        return found
-    for index, (old, new) in enumerate(zip(templates(live), templates(desired))):
-        if prune_empty(old.get("nodeSelector") or {}) != prune_empty(new.get("nodeSelector") or {}):
-            found.append(
-                finding(
-                    "job-node-selector-change",
-                    "The nodeSelector of task %r would change from %s to %s: RLark leaves the old cluster's "
-                    "Task, StatefulSet and PVCs behind until the Job is deleted."
-                    % (old.get("name"), old.get("nodeSelector") or {}, new.get("nodeSelector") or {}),
-                    path="spec.tasks[%d].nodeSelector" % index,
-                    hint="Migrate instead: stop, verify the checkpoint, create a new Job on the target.",
-                )
-            )
-    return found
-
-
-def spec_merge_patch(live_spec, desired_spec):
-    """Merge patch turning the live spec into the desired one, leaving ``stopped`` alone."""
-    live = normalised_spec(live_spec)
-    want = normalised_spec(desired_spec)
-    patch = {k: v for k, v in want.items() if live.get(k) != v}
-    patch.update({k: None for k in live if k not in want})
-    return patch
 
 
 # --- writes ---------------------------------------------------------------------------------------
@@ -348,10 +260,8 @@ def pvc_claims(job):
     An empty claimName becomes ``pvc-<task object name>-<volume>``.
     """
     claims = []
-    for index, tmpl in enumerate(templates(job)):
-        workload = ((tmpl.get("kubernetes") or {}).get("workload")) or {}
-        pod_spec = ((workload.get("template") or {}).get("spec")) or {}
-        for vol in pod_spec.get("volumes") or []:
+    for index, tmpl in enumerate(jobspec.tasks(job)):
+        for vol in jobspec.volumes(tmpl):
             pvc = vol.get("persistentVolumeClaim")
             if pvc is None:
                 continue
@@ -359,13 +269,14 @@ def pvc_claims(job):
                 task_object_name(job_name(job), tmpl.get("name")),
                 vol.get("name"),
             )
+            storage_map = jobspec.workload(tmpl).get("pvcStorageMap") or {}
             claims.append(
                 {
                     "task": tmpl.get("name"),
                     "volume": vol.get("name"),
                     "claim": claim,
                     "generated_name": not pvc.get("claimName"),
-                    "storage_class": (workload.get("pvcStorageMap") or {}).get(pvc.get("claimName") or claim),
+                    "storage_class": storage_map.get(pvc.get("claimName") or claim),
                     "path": "spec.tasks[%d].kubernetes.workload.template.spec.volumes" % index,
                 }
             )
@@ -437,9 +348,7 @@ def delete_job(client, name, allow_pvc_deletion=False, check_mode=False):
 
 
 def task_replicas(task):
-    workload = (((task.get("spec") or {}).get("kubernetes")) or {}).get("workload") or {}
-    replicas = workload.get("replicas")
-    return 1 if replicas is None else replicas
+    return jobspec.replicas(task.get("spec"))
 
 
 def stopped_check(client, name):
@@ -470,7 +379,7 @@ def started_check(client, name):
         found = placement_findings(tree["job"], tree["tasks"])
         if found:  # RLark will never run these Tasks as they are: say so now, not at the timeout
             raise Refused("Job %r cannot become Running." % name, found)
-        want = {task_object_name(name, t.get("name")) for t in templates(tree["job"])}
+        want = {task_object_name(name, t.get("name")) for t in jobspec.tasks(tree["job"])}
         have = {task_key(t): (t.get("status") or {}).get("phase") or "" for t in tree["tasks"]}
         missing = sorted(want - {key[1] for key in have})
         not_running = sorted("%s/%s" % key for key, p in have.items() if p != "Running")

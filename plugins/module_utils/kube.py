@@ -16,14 +16,29 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
-import contextlib
 import json
 import os
 import random
 import socket
 import ssl
-import tempfile
 import time
+
+from ansible_collections.rlark.ops.plugins.module_utils.backoff import backoff_delay
+from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_VERSION
+from ansible_collections.rlark.ops.plugins.module_utils.kube_auth import (
+    AUTH_OPTIONS,
+    SERVICE_ACCOUNT_DIR,
+    Settings,
+    auth_params,
+    resolve_auth,
+)
+from ansible_collections.rlark.ops.plugins.module_utils.kube_errors import (
+    ApiError,
+    ConfigError,
+    KubeError,
+    TransportError,
+    parse_status,
+)
 
 try:
     import http.client as http_client
@@ -31,9 +46,7 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not supported, keeps sanity's py2 compile quiet
     http_client = None
 
-GROUP = "rlinf.io"
-VERSION = "v1alpha1"
-API_PREFIX = "/apis/%s/%s" % (GROUP, VERSION)
+API_PREFIX = "/apis/" + API_VERSION
 DEFAULT_PAGE_LIMIT = 500
 DEFAULT_TIMEOUT = 120.0
 # A server that never answered (refused, unroutable) is given this long before the task fails; once
@@ -41,267 +54,7 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 CONNECT_TIMEOUT_ENV = "RLARK_CONNECT_TIMEOUT"
 RETRYABLE_STATUS = (429, 500, 502, 503, 504)
-SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 USER_AGENT = "rlark.ops/0.1.0"
-# The kubernetes.core-compatible auth options ``resolve_auth`` reads (argspec in args_common.py).
-AUTH_OPTIONS = (
-    "kubeconfig",
-    "context",
-    "host",
-    "api_key",
-    "validate_certs",
-    "ca_cert",
-    "client_cert",
-    "client_key",
-    "proxy",
-    "no_proxy",
-    "connect_timeout",
-)
-
-
-class KubeError(Exception):
-    """Any failure of the client; ``str()`` is one readable sentence."""
-
-    def to_dict(self):
-        return {"code": None, "reason": type(self).__name__, "message": str(self), "causes": []}
-
-
-class ConfigError(KubeError):
-    """The auth options or the kubeconfig cannot give a usable connection."""
-
-
-class ApiError(KubeError):
-    """The API server answered with an error status; ``status`` is the parsed Status object."""
-
-    def __init__(self, code, reason, message, causes=None, method="", path=""):
-        self.code = code
-        self.reason = reason or ""
-        self.message = message or ""
-        self.causes = causes or []
-        self.method = method
-        self.path = path
-        super().__init__(self.sentence())
-
-    def sentence(self):
-        text = (self.message or self.reason or "no message").strip().rstrip(".")
-        details = ["%s: %s" % (c.get("field"), c.get("message")) for c in self.causes if c.get("field")]
-        extra = [d for d in details if d.split(": ", 1)[0] not in text]
-        if extra:
-            text += " (" + "; ".join(extra) + ")"
-        return "The API server rejected %s %s with %s %s: %s." % (
-            self.method,
-            self.path.split("?")[0],
-            self.code,
-            self.reason or "Error",
-            text,
-        )
-
-    def to_dict(self):
-        return {"code": self.code, "reason": self.reason, "message": self.message, "causes": self.causes}
-
-    @property
-    def not_found(self):
-        return self.code == 404
-
-    @property
-    def conflict(self):
-        return self.code == 409
-
-
-class TransportError(KubeError):
-    """The connection failed and retries did not help before the deadline."""
-
-
-def parse_status(code, body, method, path):
-    """Turn an error response into ``ApiError``; a non-Status body becomes a short message."""
-    reason = http_client.responses.get(code, "Error").replace(" ", "") if http_client else "Error"
-    message = ""
-    causes = []
-    try:
-        data = json.loads(body.decode("utf-8")) if body else {}
-    except ValueError:
-        data = {}
-    if isinstance(data, dict) and data.get("kind") == "Status":
-        reason = data.get("reason") or reason
-        message = data.get("message") or ""
-        details = data.get("details") or {}
-        causes = [
-            {"field": c.get("field", ""), "reason": c.get("reason", ""), "message": c.get("message", "")}
-            for c in details.get("causes") or []
-        ]
-    elif body:
-        # Not a Status (a proxy page, for example): keep one line of it, never the whole body.
-        text = body.decode("utf-8", "replace").strip().splitlines()
-        message = text[0][:200] if text else ""
-    return ApiError(code, reason, message, causes, method, path)
-
-
-# --- auth -----------------------------------------------------------------------------------------
-
-
-def _b64file(data, suffix, tempfiles):
-    handle, name = tempfile.mkstemp(prefix="rlark-", suffix=suffix)
-    with os.fdopen(handle, "wb") as out:
-        out.write(base64.b64decode(data))
-    tempfiles.append(name)
-    return name
-
-
-def _load_yaml(path):
-    try:
-        import yaml
-    except ImportError:
-        raise ConfigError("Reading a kubeconfig file needs the PyYAML Python package.") from None
-    try:
-        with open(path) as handle:
-            # libyaml's loader when present: a kubeconfig with embedded certificates parses ~10x faster.
-            return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
-    except OSError as exc:
-        raise ConfigError("Cannot read kubeconfig %s: %s." % (path, exc)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError("Kubeconfig %s is not valid YAML: %s." % (path, str(exc).splitlines()[0])) from None
-
-
-def _named(entries, name, what):
-    for entry in entries or []:
-        if entry.get("name") == name:
-            return entry.get(what) or {}
-    raise ConfigError("The kubeconfig has no %s named %r." % (what, name))
-
-
-def _exec_token(kubeconfig_path, context):
-    """Token from an exec/auth-provider plugin, via the kubernetes package (imported only here)."""
-    try:
-        from kubernetes import client as k8s_client
-        from kubernetes import config as k8s_config
-    except ImportError:
-        raise ConfigError(
-            "The kubeconfig uses an exec or auth-provider plugin; that needs the kubernetes package."
-        ) from None
-    configuration = k8s_client.Configuration()
-    k8s_config.load_kube_config(config_file=kubeconfig_path, context=context, client_configuration=configuration)
-    return (configuration.api_key or {}).get("authorization", "").replace("Bearer ", "") or None
-
-
-class Settings:
-    """Everything needed to open a connection; built by ``resolve_auth``."""
-
-    def __init__(self):
-        self.server = None
-        self.token = None
-        self.username = None
-        self.password = None
-        self.ca_file = None
-        self.ca_data = None
-        self.client_cert = None
-        self.client_key = None
-        self.verify = True
-        self.tls_server_name = None
-        self.proxy = None
-        self.no_proxy = None
-        self.tempfiles = []
-
-    def cleanup(self):
-        for name in self.tempfiles:
-            with contextlib.suppress(OSError):
-                os.unlink(name)
-        self.tempfiles = []
-
-
-def _from_kubeconfig(settings, kubeconfig, context):
-    base_dir = os.getcwd()
-    path = None
-    if isinstance(kubeconfig, dict):
-        data = kubeconfig
-    else:
-        path = os.path.expanduser(str(kubeconfig).split(os.pathsep, 1)[0])
-        base_dir = os.path.dirname(os.path.abspath(path))
-        data = _load_yaml(path)
-    context = context or data.get("current-context")
-    if not context:
-        raise ConfigError("The kubeconfig has no current-context; set the context option.")
-    ctx = _named(data.get("contexts"), context, "context")
-    cluster = _named(data.get("clusters"), ctx.get("cluster"), "cluster")
-    user = _named(data.get("users"), ctx.get("user"), "user") if ctx.get("user") else {}
-
-    def rel(p):
-        return p if os.path.isabs(p) else os.path.join(base_dir, p)
-
-    settings.server = cluster.get("server")
-    if cluster.get("certificate-authority-data"):
-        settings.ca_data = base64.b64decode(cluster["certificate-authority-data"]).decode("ascii")
-    elif cluster.get("certificate-authority"):
-        settings.ca_file = rel(cluster["certificate-authority"])
-    if cluster.get("insecure-skip-tls-verify"):
-        settings.verify = False
-    settings.tls_server_name = cluster.get("tls-server-name")
-    settings.proxy = cluster.get("proxy-url")
-    if user.get("token"):
-        settings.token = user["token"]
-    elif user.get("tokenFile"):
-        with open(rel(user["tokenFile"])) as handle:
-            settings.token = handle.read().strip()
-    if user.get("client-certificate-data"):
-        settings.client_cert = _b64file(user["client-certificate-data"], ".crt", settings.tempfiles)
-    elif user.get("client-certificate"):
-        settings.client_cert = rel(user["client-certificate"])
-    if user.get("client-key-data"):
-        settings.client_key = _b64file(user["client-key-data"], ".key", settings.tempfiles)
-    elif user.get("client-key"):
-        settings.client_key = rel(user["client-key"])
-    settings.username = user.get("username")
-    settings.password = user.get("password")
-    if (user.get("exec") or user.get("auth-provider")) and not settings.token:
-        if path is None:
-            raise ConfigError("Exec and auth-provider plugins need the kubeconfig as a file path, not a dict.")
-        settings.token = _exec_token(path, context)
-
-
-def resolve_auth(params):
-    """Connection settings from kubernetes.core-style options (env fallbacks already applied).
-
-    Precedence: explicit options override the kubeconfig; without ``host`` or ``kubeconfig``,
-    ``~/.kube/config`` is used if present, else the in-cluster service account.
-    """
-    params = params or {}
-    settings = Settings()
-    kubeconfig = params.get("kubeconfig")
-    if not kubeconfig and not params.get("host"):
-        default = os.path.expanduser("~/.kube/config")
-        if os.path.exists(default):
-            kubeconfig = default
-        elif os.path.exists(os.path.join(SERVICE_ACCOUNT_DIR, "token")):
-            host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
-            if host and port:
-                settings.server = "https://%s:%s" % (host if ":" not in host else "[%s]" % host, port)
-                with open(os.path.join(SERVICE_ACCOUNT_DIR, "token")) as handle:
-                    settings.token = handle.read().strip()
-                settings.ca_file = os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt")
-    if kubeconfig:
-        _from_kubeconfig(settings, kubeconfig, params.get("context"))
-    if params.get("host"):
-        settings.server = params["host"]
-    if params.get("api_key"):
-        settings.token = params["api_key"]
-    if params.get("ca_cert"):
-        settings.ca_file, settings.ca_data = params["ca_cert"], None
-    if params.get("client_cert"):
-        settings.client_cert = params["client_cert"]
-    if params.get("client_key"):
-        settings.client_key = params["client_key"]
-    if params.get("validate_certs") is not None:
-        settings.verify = bool(params["validate_certs"])
-    if params.get("proxy"):
-        settings.proxy = params["proxy"]
-    if params.get("no_proxy"):
-        settings.no_proxy = params["no_proxy"]
-    if not settings.server:
-        settings.cleanup()
-        raise ConfigError(
-            "No API server to talk to: pass -e rlark_kubeconfig=PATH (module option kubeconfig, or "
-            "K8S_AUTH_KUBECONFIG), or set the module option host (or K8S_AUTH_HOST)."
-        )
-    return settings
 
 
 def bypasses_proxy(host, no_proxy):
@@ -514,8 +267,7 @@ class Client:
         return headers
 
     def _backoff(self, attempt):
-        delay = min(self.backoff_cap, self.backoff_base * (2**attempt))
-        return delay * (0.5 + self.rand() / 2.0)
+        return backoff_delay(attempt, self.backoff_base, self.backoff_cap, self.rand, floor=0.5)
 
     def request(self, method, path, query=None, body=None, content_type=None, on_ambiguous=None, sink=None):
         """One API call with retries; returns the decoded JSON body (``{}`` when ``sink`` took it).
@@ -705,6 +457,33 @@ def connect_timeout_of(params):
 
 
 def client_from_params(params, timeout=DEFAULT_TIMEOUT, log=None):
-    """Build a Client from module parameters (auth options and connect_timeout)."""
+    """Build a Client from module parameters (the auth options; other keys are ignored)."""
+    params = auth_params(params)
     connect_timeout = connect_timeout_of(params)
     return Client(resolve_auth(params), timeout=timeout, log=log, connect_timeout=connect_timeout)
+
+
+# The client's public names, the auth and error names it re-exports included.
+__all__ = [
+    "API_PREFIX",
+    "AUTH_OPTIONS",
+    "CONNECT_TIMEOUT_ENV",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "SERVICE_ACCOUNT_DIR",
+    "ApiError",
+    "Client",
+    "ConfigError",
+    "HttpTransport",
+    "KubeError",
+    "Settings",
+    "TransportError",
+    "auth_params",
+    "bypasses_proxy",
+    "client_from_params",
+    "connect_timeout_of",
+    "parse_status",
+    "resolve_auth",
+    "resource_path",
+    "retry_after_seconds",
+]

@@ -18,7 +18,6 @@ import threading
 from ansible_collections.rlark.ops.plugins.module_utils.findings import has_errors, render
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import POD_TASK_LABEL, get_job, list_pods
 from ansible_collections.rlark.ops.plugins.module_utils.kube import (
-    AUTH_OPTIONS,
     KubeError,
     client_from_params,
     resource_path,
@@ -109,10 +108,6 @@ def read_own_usage(client, name):
     return own_usage(requests, list_pods(client, sorted(requests)) if requests else [])
 
 
-def auth_from(params):
-    return {name: params.get(name) for name in AUTH_OPTIONS}
-
-
 def node_match(params, log=None):
     """The whole ``rlark_node_match`` run on plain parameters (module or action plugin).
 
@@ -122,7 +117,7 @@ def node_match(params, log=None):
     job = params.get("job")
     tasks = selectors_from_job(job) if job else params.get("selectors") or []
     path_prefix = "spec.tasks" if job else "selectors"
-    client = client_from_params(auth_from(params), timeout=params.get("timeout") or 120, log=log)
+    client = client_from_params(params, timeout=params.get("timeout") or 120, log=log)
     try:
         wanted = [placement_label_selector(t.get("selector")) for t in tasks if t.get("selector")]
         nodes_by_selector, resource_version = fetch_node_matches(client, wanted)

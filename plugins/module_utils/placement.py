@@ -19,6 +19,7 @@ try:
 except ImportError:  # pragma: no cover
     sh_quote = None
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 
 MARKER = "RLARK_HOSTPATH"
@@ -73,13 +74,12 @@ def matched_nodes_by_task(proof):
 def hostpath_volumes(job):
     """Every hostPath volume of a Job: ``[{task, volume, path, writable}]`` (writable = any rw mount)."""
     out = []
-    for task in (job or {}).get("spec", {}).get("tasks") or []:
-        pod = ((task.get("kubernetes") or {}).get("workload") or {}).get("template", {}).get("spec") or {}
+    for task in jobspec.tasks(job):
         mounts = {}
-        for container in (pod.get("containers") or []) + (pod.get("initContainers") or []):
+        for container in jobspec.containers(task, init=True):
             for m in container.get("volumeMounts") or []:
                 mounts.setdefault(m.get("name"), []).append(not m.get("readOnly", False))
-        for vol in pod.get("volumes") or []:
+        for vol in jobspec.volumes(task):
             hp = vol.get("hostPath")
             if not hp:
                 continue

@@ -18,9 +18,9 @@ __metaclass__ = type
 import re
 import shlex
 
+from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_VERSION, KIND
 from ansible_collections.rlark.ops.plugins.module_utils.labels import render_metadata
 
-API_VERSION = "rlinf.io/v1alpha1"
 WORKLOAD_KIND = "StatefulSet"
 AGENT_TYPE = "Kubernetes"
 CONTAINER = "main"
@@ -258,4 +258,4 @@ def render_job(manifest, profile, job_name=None):
         for role in ordered_roles(manifest.get("roles"))
     ]
     metadata = render_metadata(name, manifest.get("job"))
-    return {"apiVersion": API_VERSION, "kind": "Job", "metadata": metadata, "spec": spec}
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

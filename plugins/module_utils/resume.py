@@ -17,10 +17,10 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import checkpoint_root
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import job_name, pvc_claims, templates
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import job_name, pvc_claims
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
 
 WORKFLOW_LABEL = "rlinf.io/workflow"
@@ -98,13 +98,6 @@ def experiment_key(job):
     return None
 
 
-def head_index(job):
-    for index, tmpl in enumerate(templates(job)):
-        if tmpl.get("head"):
-            return index
-    return None
-
-
 def _own_output(job, head, index, new_name):
     """Point the copy's checkpoints and logs at a directory of its own (named after the new Job)."""
     key = experiment_key(job)
@@ -141,7 +134,7 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
     """
     found = []
     job = {
-        "apiVersion": source.get("apiVersion", "rlinf.io/v1alpha1"),
+        "apiVersion": source.get("apiVersion", jobspec.API_VERSION),
         "kind": source.get("kind", "Job"),
         "metadata": copy.deepcopy(source.get("metadata") or {}),
         "spec": copy.deepcopy(source.get("spec") or {}),
@@ -161,12 +154,12 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
             meta.pop(field)
     meta["name"] = new_name
     job["spec"]["stopped"] = bool(stopped)
-    found.extend(name_findings(new_name, [t.get("name") for t in templates(job)]))
+    found.extend(name_findings(new_name, [t.get("name") for t in jobspec.tasks(job)]))
     if new_name == job_name(source):
         found.append(finding("copy-same-name", "The copy needs a name other than the source's.", path="name"))
     if resume_dir is not None:
         found.extend(resume_dir_findings(resume_dir))
-        index = head_index(job)
+        index = jobspec.head_index(job)
         if index is None:
             found.append(
                 finding(
@@ -191,6 +184,13 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
                 head["runScript"] = script
                 found.extend(_own_output(job, head, index, new_name))
         _mark_resume(meta, job_name(source), resume_dir)
+    found.extend(_shared_claim_findings(source))
+    return job, found
+
+
+def _shared_claim_findings(source):
+    """``copy-agent-pvc`` warnings: a copy gets new agent-created claims or shares the source's."""
+    found = []
     for claim in pvc_claims(source):
         if claim["generated_name"]:
             message = (
@@ -212,7 +212,7 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
                 hint="Keep checkpoints on hostPath or an object-storage class with reclaimPolicy Retain.",
             )
         )
-    return job, found
+    return found
 
 
 def review_view(copy_job_, source):
@@ -224,7 +224,7 @@ def review_view(copy_job_, source):
     then reports the difference); the other keys are what the copy passes.
     """
     out = copy.deepcopy(copy_job_ or {})
-    index = head_index(out)
+    index = jobspec.head_index(out)
     if index is None:
         return {"job": out, "resume_dirs": [], "experiment_key": None, "experiment": None}
     head = out["spec"]["tasks"][index]
@@ -232,7 +232,7 @@ def review_view(copy_job_, source):
     script = head.get("runScript") or ""
     resume_dirs = [i["value"] for i in hydra.parse(script) if i["key"] == RESUME_KEY]
     experiment = hydra.get(script, key) if key else None
-    source_index = head_index(source or {})
+    source_index = jobspec.head_index(source or {})
     before = "" if source_index is None else source["spec"]["tasks"][source_index].get("runScript") or ""
     intended = hydra.set_override(before, RESUME_KEY, resume_dirs[-1]) if resume_dirs else None
     if intended is not None and key:

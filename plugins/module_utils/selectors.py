@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 
 # Labels RLark puts only on the Node custom resource, never on the data-plane node.
@@ -149,16 +150,14 @@ def worker_requests(pod_template):
 def selectors_from_job(job):
     """``[{name, selector, replicas, head, requests}]`` from a Job's task templates."""
     out = []
-    for tmpl in (job.get("spec") or {}).get("tasks") or []:
-        workload = ((tmpl.get("kubernetes") or {}).get("workload")) or {}
-        replicas = workload.get("replicas")
+    for tmpl in jobspec.tasks(job):
         out.append(
             {
                 "name": tmpl.get("name"),
                 "selector": dict(tmpl.get("nodeSelector") or {}),
-                "replicas": 1 if replicas is None else replicas,
+                "replicas": jobspec.replicas(tmpl),
                 "head": bool(tmpl.get("head")),
-                "requests": worker_requests(workload.get("template")),
+                "requests": worker_requests(jobspec.pod_template(tmpl)),
             }
         )
     return out
@@ -269,16 +268,9 @@ def _node_findings(task, node, index, path, own_used=None):
     return found
 
 
-def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_prefix="spec.tasks", own_used=None):
-    """Proof entry and findings for one task, given the Node CRs its placement selector matched.
-
-    ``nodes`` are in the API's list order; RLark takes the namespace of the first Node matching
-    the resolution selector, and the agent of that cluster places the pods there. ``own_used`` is
-    ``nodes.own_usage()`` of the Job being re-proven (None: count every pod as used).
-    """
-    path = "%s[%d].nodeSelector" % (path_prefix, index)
+def _placement(task, nodes, index, cluster_id, expected_nodes, path_prefix):
+    """Where RLark puts one task: the clusters its resolution selector hits, the nodes the agent places on."""
     selector = task.get("selector") or {}
-    found = list(static_selector_findings(selector, path))
     wanted = resolution_selector(selector)
     resolving = [n for n in nodes if selector and matches((n.get("metadata") or {}).get("labels"), wanted)]
     clusters = []
@@ -290,112 +282,171 @@ def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_pr
     placed = [
         node_view(n)
         for n in nodes
-        if (n.get("metadata") or {}).get("namespace") == cluster
+        if selector
+        and (n.get("metadata") or {}).get("namespace") == cluster
         and placement_matches((n.get("metadata") or {}).get("labels"), selector)
     ]
-    if not selector:
-        placed = []
-    replicas = task.get("replicas", 1)
-    name = task.get("name")
-    if len(clusters) > 1:
-        found.append(
-            finding(
-                "selector-multi-cluster",
-                "Task %r: selector %s matches Nodes in %d clusters (%s); RLark picks the first one its cache "
-                "returns, so the Task can land in or flip between them."
-                % (name, wanted, len(clusters), ", ".join(clusters)),
-                path=path,
-                hint="Make the first value of each key identify exactly one cluster (e.g. a unique hostname).",
-            )
+    return {
+        "task": task,
+        "name": task.get("name"),
+        "head": bool(task.get("head")),
+        "replicas": task.get("replicas", 1),
+        "selector": selector,
+        "wanted": wanted,
+        "resolving": resolving,
+        "clusters": clusters,
+        "cluster": cluster,
+        "placed": placed,
+        "approved": cluster_namespace(cluster_id),
+        "expected_nodes": expected_nodes,
+        "path": "%s[%d].nodeSelector" % (path_prefix, index),
+        "replicas_path": "%s[%d].kubernetes.workload.replicas" % (path_prefix, index),
+    }
+
+
+def _multi_cluster(p):
+    if len(p["clusters"]) > 1:
+        return finding(
+            "selector-multi-cluster",
+            "Task %r: selector %s matches Nodes in %d clusters (%s); RLark picks the first one its cache "
+            "returns, so the Task can land in or flip between them."
+            % (p["name"], p["wanted"], len(p["clusters"]), ", ".join(p["clusters"])),
+            path=p["path"],
+            hint="Make the first value of each key identify exactly one cluster (e.g. a unique hostname).",
         )
-    if selector and not resolving:
-        found.append(
-            finding(
-                "selector-no-match",
-                "Task %r: selector %s matches no Node in any cluster, so RLark puts the Task in 'default' where "
-                "no agent runs it." % (name, wanted),
-                path=path,
-                hint="Check the label keys and values against the Node CRs.",
-            )
+    return None
+
+
+def _no_match(p):
+    if p["selector"] and not p["resolving"]:
+        return finding(
+            "selector-no-match",
+            "Task %r: selector %s matches no Node in any cluster, so RLark puts the Task in 'default' where "
+            "no agent runs it." % (p["name"], p["wanted"]),
+            path=p["path"],
+            hint="Check the label keys and values against the Node CRs.",
         )
-    approved = cluster_namespace(cluster_id)
-    if approved and selector and resolving and approved not in clusters[:1]:
-        found.append(
-            finding(
-                "selector-wrong-cluster",
-                "Task %r resolves to cluster %s, not the approved %s." % (name, cluster, approved),
-                path=path,
-                hint="Use the admin-approved selector for %s." % approved,
-            )
+    return None
+
+
+def _wrong_cluster(p):
+    approved = p["approved"]
+    if approved and p["selector"] and p["resolving"] and approved not in p["clusters"][:1]:
+        return finding(
+            "selector-wrong-cluster",
+            "Task %r resolves to cluster %s, not the approved %s." % (p["name"], p["cluster"], approved),
+            path=p["path"],
+            hint="Use the admin-approved selector for %s." % approved,
         )
-    if task.get("head"):
-        if len(placed) != 1 and selector:
-            found.append(
-                finding(
-                    "head-match-count",
-                    "Head task %r matches %d nodes in %s; it must match exactly one." % (name, len(placed), cluster),
-                    path=path,
-                    hint="Select the head node by its unique hostname.",
-                )
-            )
-        if replicas != 1:
-            found.append(
-                finding(
-                    "head-replicas",
-                    "Head task %r has %s replicas; RLinf's head runs exactly one." % (name, replicas),
-                    path="%s[%d].kubernetes.workload.replicas" % (path_prefix, index),
-                    hint="Set replicas to 1 on the head task.",
-                )
-            )
-    if selector and placed and replicas != len(placed) and not task.get("head"):
-        more = replicas > len(placed)
-        found.append(
-            finding(
-                "replicas-match-mismatch",
-                "Task %r has %s replicas but its selector matches %d node(s) in %s%s."
-                % (
-                    name,
-                    replicas,
-                    len(placed),
-                    cluster,
-                    ": with RLark's one-pod-per-host anti-affinity some pods stay Pending"
-                    if more
-                    else ": pods may land on any of them",
-                ),
-                severity="error" if more else "warning",
-                path=path,
-                hint="Make replicas equal the number of selected nodes.",
-            )
+    return None
+
+
+def _head_match_count(p):
+    if p["head"] and len(p["placed"]) != 1 and p["selector"]:
+        return finding(
+            "head-match-count",
+            "Head task %r matches %d nodes in %s; it must match exactly one."
+            % (p["name"], len(p["placed"]), p["cluster"]),
+            path=p["path"],
+            hint="Select the head node by its unique hostname.",
         )
+    return None
+
+
+def _head_replicas(p):
+    if p["head"] and p["replicas"] != 1:
+        return finding(
+            "head-replicas",
+            "Head task %r has %s replicas; RLinf's head runs exactly one." % (p["name"], p["replicas"]),
+            path=p["replicas_path"],
+            hint="Set replicas to 1 on the head task.",
+        )
+    return None
+
+
+def _replicas_match(p):
+    placed, replicas = p["placed"], p["replicas"]
+    if not p["selector"] or not placed or replicas == len(placed) or p["head"]:
+        return None
+    more = replicas > len(placed)
+    return finding(
+        "replicas-match-mismatch",
+        "Task %r has %s replicas but its selector matches %d node(s) in %s%s."
+        % (
+            p["name"],
+            replicas,
+            len(placed),
+            p["cluster"],
+            ": with RLark's one-pod-per-host anti-affinity some pods stay Pending"
+            if more
+            else ": pods may land on any of them",
+        ),
+        severity="error" if more else "warning",
+        path=p["path"],
+        hint="Make replicas equal the number of selected nodes.",
+    )
+
+
+def _drift(p):
+    if p["expected_nodes"] is None:
+        return None
+    want = sorted(p["expected_nodes"])
+    have = sorted(n["name"] for n in p["placed"])
+    if want == have:
+        return None
+    return finding(
+        "selector-drift",
+        "Task %r now matches %s, but the recorded match list is %s." % (p["name"], have, want),
+        path=p["path"],
+        hint="Find out which node labels changed before launching.",
+    )
+
+
+# The placement rules of one task, in the order their findings are reported: (id, severities, check).
+# The per-node rules (_node_findings) report between the placement rules and the drift check.
+PLACEMENT_RULES = (
+    ("selector-multi-cluster", ("error",), _multi_cluster),
+    ("selector-no-match", ("error",), _no_match),
+    ("selector-wrong-cluster", ("error",), _wrong_cluster),
+    ("head-match-count", ("error",), _head_match_count),
+    ("head-replicas", ("error",), _head_replicas),
+    ("replicas-match-mismatch", ("error", "warning"), _replicas_match),
+)
+DRIFT_RULES = (("selector-drift", ("error",), _drift),)
+
+
+def _apply(rules, placement):
+    return [f for f in (check(placement) for _id, _severities, check in rules) if f is not None]
+
+
+def prove_task(task, nodes, index, cluster_id=None, expected_nodes=None, path_prefix="spec.tasks", own_used=None):
+    """Proof entry and findings for one task, given the Node CRs its placement selector matched.
+
+    ``nodes`` are in the API's list order; RLark takes the namespace of the first Node matching
+    the resolution selector, and the agent of that cluster places the pods there. ``own_used`` is
+    ``nodes.own_usage()`` of the Job being re-proven (None: count every pod as used).
+    """
+    p = _placement(task, nodes, index, cluster_id, expected_nodes, path_prefix)
+    found = list(static_selector_findings(p["selector"], p["path"]))
+    found.extend(_apply(PLACEMENT_RULES, p))
     own_used = own_used or {}
-    for node in placed:
+    for node in p["placed"]:
         held = own_used.get((node["namespace"], node["name"]))
         if held:
             node["own_used"] = dict(held)
-        found.extend(_node_findings(task, node, index, path, held))
-    if expected_nodes is not None:
-        want = sorted(expected_nodes)
-        have = sorted(n["name"] for n in placed)
-        if want != have:
-            found.append(
-                finding(
-                    "selector-drift",
-                    "Task %r now matches %s, but the recorded match list is %s." % (name, have, want),
-                    path=path,
-                    hint="Find out which node labels changed before launching.",
-                )
-            )
+        found.extend(_node_findings(task, node, index, p["path"], held))
+    found.extend(_apply(DRIFT_RULES, p))
     entry = {
-        "name": name,
-        "selector": selector,
-        "resolution_selector": wanted,
-        "label_selector": placement_label_selector(selector),
-        "replicas": replicas,
-        "head": bool(task.get("head")),
-        "matches": placed,
-        "count": len(placed),
-        "cluster": cluster,
-        "clusters": clusters,
+        "name": p["name"],
+        "selector": p["selector"],
+        "resolution_selector": p["wanted"],
+        "label_selector": placement_label_selector(p["selector"]),
+        "replicas": p["replicas"],
+        "head": p["head"],
+        "matches": p["placed"],
+        "count": len(p["placed"]),
+        "cluster": p["cluster"],
+        "clusters": p["clusters"],
         "ok": not any(f["severity"] == "error" for f in found),
     }
     return entry, found

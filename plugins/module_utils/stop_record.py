@@ -15,6 +15,7 @@ import json
 import os
 import re
 
+from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import hydra_overrides, parts
 
 NOT_CONFIRMED = "digest not confirmed"
@@ -31,9 +32,8 @@ def _images(job, manifest):
         if isinstance(image, dict) and image.get("reference"):
             recorded[role.get("name")] = image
     out = []
-    for task in (job.get("spec") or {}).get("tasks") or []:
-        pod = ((task.get("kubernetes") or {}).get("workload") or {}).get("template", {}).get("spec") or {}
-        for c in pod.get("containers") or []:
+    for task in jobspec.tasks(job):
+        for c in jobspec.containers(task):
             ref = c.get("image") or ""
             entry = {"task": task.get("name"), "container": c.get("name"), "image": ref}
             if "@sha256:" in ref:
@@ -55,19 +55,21 @@ def build(resource, manifest=None, location=None, gate=None):
     manifest = manifest or {}
     location = location or {}
     gate = gate or {}
-    head = next((t for t in (job.get("spec") or {}).get("tasks") or [] if t.get("head")), {})
+    head = jobspec.head_task(job)
     code = manifest.get("code") or {}
     ckpt = manifest.get("checkpoint") or {}
     data = manifest.get("data") or {}
     step = gate.get("step")
     container_dir = None
     if location.get("container_root") and step is not None:
-        container_dir = "%s/global_step_%s" % (location["container_root"].rstrip("/"), step)
-    if location.get("kind") == "s3":
+        container_dir = hydra.step_dir(location["container_root"], step)
+    if step is None:
+        stored = None  # no complete checkpoint: nothing to point at
+    elif location.get("kind") == "s3":
         s3 = location.get("s3") or {}
-        stored = "s3://%s/%s/global_step_%s" % (s3.get("bucket"), (s3.get("prefix") or "").strip("/"), step)
+        stored = "s3://%s/%s/%s" % (s3.get("bucket"), (s3.get("prefix") or "").strip("/"), hydra.step_name(step))
     elif location.get("kind") == "hostPath":
-        stored = "node %s:%s/global_step_%s" % (location.get("node"), location.get("host_path"), step)
+        stored = "node %s:%s/%s" % (location.get("node"), location.get("host_path"), hydra.step_name(step))
     else:
         stored = None
     no_manifest = "not recorded (%s)" % ("not in the launch manifest" if manifest else "no launch manifest given")

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import parts
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 from ansible_collections.rlark.ops.plugins.module_utils.placement import matched_nodes_by_task
@@ -201,8 +202,7 @@ def job_state(resource, proof=None, job_name=None):
         copies = by_name.get(tname) or []
         # Two copies (task-duplicate-namespaces): look at the one in the proven cluster, else the first.
         task = next((t for t in copies if task_key(t)[0] == want.get("cluster")), copies[0] if copies else None)
-        replicas = ((tmpl.get("kubernetes") or {}).get("workload") or {}).get("replicas")
-        replicas = 1 if replicas is None else int(replicas)
+        replicas = int(jobspec.replicas(tmpl))
         if job["spec"].get("stopped"):
             replicas = 0
         task_pods = pods_of(task, pods) if task is not None else []

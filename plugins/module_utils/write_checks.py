@@ -13,12 +13,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding, has_errors
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
-    Refused,
-    job_name,
-    templates,
-)
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused, job_name
 from ansible_collections.rlark.ops.plugins.module_utils.nodes import fetch_node_matches
 from ansible_collections.rlark.ops.plugins.module_utils.selectors import resolution_selector, whitespace_findings
 
@@ -30,7 +27,7 @@ def _label_selector(selector):
 def selector_findings(client, job):
     """``selector-whitespace`` and ``selector-multi-cluster`` (errors) for every template of ``job``."""
     found, wanted = [], {}
-    for index, tmpl in enumerate(templates(job)):
+    for index, tmpl in enumerate(jobspec.tasks(job)):
         node_selector = tmpl.get("nodeSelector") or {}
         path = "spec.tasks[%d].nodeSelector" % index
         spaced = whitespace_findings(node_selector, path)
@@ -48,7 +45,7 @@ def selector_findings(client, job):
                     "selector-multi-cluster",
                     "Task %r: selector %s matches Nodes in %d clusters (%s); RLark picks whichever its cache "
                     "lists first on every reconcile, so it can create a Task in each of them."
-                    % (templates(job)[index].get("name"), label_selector, len(clusters), ", ".join(clusters)),
+                    % (jobspec.tasks(job)[index].get("name"), label_selector, len(clusters), ", ".join(clusters)),
                     path="spec.tasks[%d].nodeSelector" % index,
                     hint="Make the first value of each key identify exactly one cluster (e.g. a unique hostname).",
                 )
@@ -68,18 +65,13 @@ def check_before_write(client, desired):
     return check
 
 
-def _replicas(tmpl):
-    replicas = (((tmpl.get("kubernetes") or {}).get("workload")) or {}).get("replicas")
-    return 1 if replicas is None else replicas
-
-
 def replica_change_findings(before, after):
     """``job-update-stale-annotations`` (warning) when an update changed any template's replicas."""
-    old = {t.get("name"): _replicas(t) for t in templates(before or {})}
+    old = {t.get("name"): jobspec.replicas(t) for t in jobspec.tasks(before or {})}
     changed = [
-        "%s %s->%s" % (t.get("name"), old[t.get("name")], _replicas(t))
-        for t in templates(after or {})
-        if t.get("name") in old and old[t.get("name")] != _replicas(t)
+        "%s %s->%s" % (t.get("name"), old[t.get("name")], jobspec.replicas(t))
+        for t in jobspec.tasks(after or {})
+        if t.get("name") in old and old[t.get("name")] != jobspec.replicas(t)
     ]
     if not changed:
         return []

@@ -79,7 +79,7 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rlark.ops.plugins.module_utils.access import ACCESS_CHECK_SPEC, run_access_check
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 
 
 def main():

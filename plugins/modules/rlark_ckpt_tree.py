@@ -105,9 +105,9 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import S3_ARG_SPEC
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source, import_boto3
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import import_boto3
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
     local_tree,
     s3_tree,
@@ -115,26 +115,18 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
     tree_diff,
     tree_summary,
 )
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import S3_ARG_SPEC
 
 
 def snapshot(module):
     p = module.params
     if p["path"]:
         return local_tree(p["path"], sha256=p["sha256"])
-    s3 = p["s3"]
     try:
         import_boto3()
     except ImportError as exc:
         module.fail_json(msg=missing_required_lib("boto3"), exception=str(exc))
-    source = S3Source(
-        s3["bucket"],
-        prefix=s3["prefix"],
-        endpoint_url=s3["endpoint_url"],
-        region=s3["region"],
-        access_key=s3["access_key"],
-        secret_key=s3["secret_key"],
-    )
-    return s3_tree(source)
+    return s3_tree(source_from_params(p))
 
 
 def main():

@@ -232,14 +232,9 @@ status:
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
-    argument_spec,
-    auth_params,
-    call_counts,
-    fail_kube,
-    fail_refused,
-)
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding, has_errors
+from ansible_collections.rlark.ops.plugins.module_utils.job_diff import make_diff
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
     Refused,
     absent_check,
@@ -247,15 +242,15 @@ from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
     ensure_present,
     get_job,
     list_tasks,
-    make_diff,
     phase_check,
     read_tree,
     set_stopped,
     started_check,
     stopped_check,
-    templates,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import api_client, call_counts
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 from ansible_collections.rlark.ops.plugins.module_utils.resume import copy_job
@@ -288,12 +283,12 @@ def load_definition(module):
     if not isinstance(definition, dict):
         module.fail_json(msg="The Job definition must be a single YAML/JSON object.")
     found = []
-    if definition.get("apiVersion") != "rlinf.io/v1alpha1" or definition.get("kind") != "Job":
+    if definition.get("apiVersion") != jobspec.API_VERSION or definition.get("kind") != jobspec.KIND:
         found.append(
             finding(
                 "job-kind",
-                "The definition is %s/%s, not rlinf.io/v1alpha1/Job."
-                % (definition.get("apiVersion"), definition.get("kind")),
+                "The definition is %s/%s, not %s/%s."
+                % (definition.get("apiVersion"), definition.get("kind"), jobspec.API_VERSION, jobspec.KIND),
                 path="kind",
             )
         )
@@ -302,7 +297,7 @@ def load_definition(module):
     if name and meta.get("name") and meta["name"] != name:
         found.append(finding("job-name-mismatch", "name %r differs from metadata.name %r." % (name, meta["name"])))
     meta.setdefault("name", name)
-    found.extend(name_findings(meta.get("name"), [t.get("name") for t in templates(definition)]))
+    found.extend(name_findings(meta.get("name"), [t.get("name") for t in jobspec.tasks(definition)]))
     if has_errors(found):
         raise Refused("The Job definition is not usable.", found)
     return definition
@@ -442,17 +437,8 @@ def main():
             msg="wait_for=%s cannot be reached with state=%s: wait for Stopped after state=stopped, for another phase "
             "after state=started or present, and for none after state=absent." % (phase, state)
         )
-    client = None
-    try:
-        client = client_from_params(auth_params(module.params), timeout=module.params["wait_timeout"], log=module.log)
+    with api_client(module, timeout=module.params["wait_timeout"]) as client:
         result = run(module, client)
-    except Refused as exc:
-        fail_refused(module, exc, changed=getattr(exc, "changed", False), **call_counts(client))
-    except KubeError as exc:
-        fail_kube(module, exc, changed=getattr(exc, "changed", False), **call_counts(client))
-    finally:
-        if client is not None:
-            client.close()
     for item in result["findings"]:
         if item["severity"] == WARNING:
             module.warn("%s: %s" % (item["id"], item["message"]))

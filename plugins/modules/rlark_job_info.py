@@ -138,14 +138,9 @@ status:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rlark.ops.plugins.module_utils import field_selectors
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
-    argument_spec,
-    auth_params,
-    call_counts,
-    fail_kube,
-)
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import JOBS, get_job, read_many
-from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import api_client, call_counts
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 
 
@@ -165,9 +160,7 @@ def main():
         server_fields, local_fields = field_selectors.split(field_selectors.parse(p["field_selectors"]))
     except field_selectors.SelectorError as exc:
         module.fail_json(msg=str(exc))
-    client = None
-    try:
-        client = client_from_params(auth_params(p), timeout=p["timeout"], log=module.log)
+    with api_client(module, timeout=p["timeout"]) as client:
         selector = ",".join(p["label_selectors"]) or None
         if p["name"]:
             job = get_job(client, p["name"])
@@ -181,11 +174,6 @@ def main():
             jobs = client.list(JOBS, label_selector=selector, field_selector=server_fields)[0]
         jobs = [j for j in jobs if field_selectors.matches(j, local_fields)]
         resources = read_many(client, jobs, with_nodes=p["nodes"]) if jobs else []
-    except KubeError as exc:
-        fail_kube(module, exc, changed=False, **call_counts(client))
-    finally:
-        if client is not None:
-            client.close()
     module.exit_json(changed=False, **redact_result({"resources": resources}), **call_counts(client))
 
 

@@ -191,22 +191,19 @@ status:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rlark.ops.plugins.module_utils.args_common import (
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import (
     NODE_MATCH_RULES,
     NODE_MATCH_SPEC,
     argument_spec,
-    fail_kube,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import reported_failures
 from ansible_collections.rlark.ops.plugins.module_utils.nodes import node_match
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(**NODE_MATCH_SPEC), supports_check_mode=True, **NODE_MATCH_RULES)
-    try:
+    with reported_failures(module):
         result, failure = node_match(module.params, log=module.log)
-    except KubeError as exc:
-        fail_kube(module, exc, changed=False, **getattr(exc, "counts", {}))
     if failure:
         module.fail_json(msg=failure, **result)
     module.exit_json(**result)

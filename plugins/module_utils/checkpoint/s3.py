@@ -15,6 +15,7 @@ __metaclass__ = type
 import time
 from contextlib import closing
 
+from ansible_collections.rlark.ops.plugins.module_utils.backoff import Retrying
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import StepFacts, shallow_facts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
 
@@ -67,32 +68,6 @@ def normalize_prefix(prefix):
     if prefix and not prefix.endswith("/"):
         prefix += "/"
     return prefix
-
-
-class Retrying:
-    """Call with full-jitter exponential backoff on throttling, 5xx and dropped connections."""
-
-    def __init__(self, attempts=6, base=0.2, cap=5.0, sleep=time.sleep, rand=None):
-        self.attempts = attempts
-        self.base = base
-        self.cap = cap
-        self.sleep = sleep
-        if rand is None:
-            import random  # only when an S3 source is used: the module on a node never needs it
-
-            rand = random.random
-        self.rand = rand
-
-    def __call__(self, fn, retryable, **kwargs):
-        attempt = 0
-        while True:
-            try:
-                return fn(**kwargs)
-            except Exception as exc:
-                attempt += 1
-                if attempt >= self.attempts or not retryable(exc):
-                    raise
-                self.sleep(self.rand() * min(self.cap, self.base * (2**attempt)))
 
 
 def error_code(exc):

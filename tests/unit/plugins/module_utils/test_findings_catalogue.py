@@ -103,6 +103,46 @@ def test_the_scan_sees_every_source_of_ids():
     assert "resume-override" in emitted  # built in roles/resume
 
 
+def documented_severities():
+    """``{id: {severity, ...}}`` from each section's ``- Severity:`` line (its words error/warning)."""
+    with open(os.path.join(ROOT, "docs", "findings.md")) as handle:
+        sections = re.split(r"^### ", handle.read(), flags=re.M)[1:]
+    out = {}
+    for section in sections:
+        name = section.split("\n", 1)[0].strip("`")
+        line = re.search(r"^- Severity: (.*)$", section, re.M).group(1)
+        out[name] = set(re.findall(r"\b(error|warning)\b", line))
+    return out
+
+
+def registries():
+    """The rule registries as ``(id, severity, check)`` rows: the review's, the selector proof's, and the
+    checkpoint gate's when ``checkpoint.rules`` provides one."""
+    from ansible_collections.rlark.ops.plugins.module_utils import selectors
+    from ansible_collections.rlark.ops.plugins.module_utils.review import rules as review_rules
+
+    proof = selectors.PLACEMENT_RULES + selectors.DRIFT_RULES
+    tables = {
+        "review": review_rules.RULES,
+        "selector-proof": tuple((rule_id, one, check) for rule_id, many, check in proof for one in many),
+    }
+    try:  # hook: the checkpoint package exposes its table as checkpoint/rules.py::RULES
+        from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import rules as checkpoint_rules
+    except ImportError:
+        checkpoint_rules = None
+    if checkpoint_rules is not None:
+        tables["checkpoint"] = checkpoint_rules.RULES
+    return tables
+
+
+@pytest.mark.parametrize("registry", sorted(registries()))
+def test_docs_give_each_registered_rule_its_severity(registry):
+    documented = documented_severities()
+    for rule_id, severity, check in registries()[registry]:
+        assert rule_id in documented, "%s (%s) is not in docs/findings.md" % (rule_id, check.__name__)
+        assert severity in documented[rule_id], "%s: docs/findings.md does not say %s" % (rule_id, severity)
+
+
 def test_every_documented_id_has_severity_rule_and_fix():
     with open(os.path.join(ROOT, "docs", "findings.md")) as handle:
         sections = re.split(r"^### ", handle.read(), flags=re.M)[1:]

@@ -25,6 +25,7 @@ class ReviewClient:
         self.username = username
         self.asked = []
         self.api_calls = 0
+        self.retries = 0
 
     def request(self, method, path, body=None, content_type=None, **kw):
         self.api_calls += 1

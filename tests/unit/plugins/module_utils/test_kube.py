@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.rlark.ops.plugins.module_utils import kube
+from ansible_collections.rlark.ops.plugins.module_utils import kube, kube_auth
 from rlark_fake_api import FakeApi, FakeClock, job, make_client, status
 
 JOBS = "/apis/rlinf.io/v1alpha1/jobs"
@@ -251,7 +251,7 @@ def test_resolve_auth_from_file_resolves_relative_paths(tmp_path):
 
 def test_resolve_auth_without_server_is_one_sentence(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setattr(kube, "SERVICE_ACCOUNT_DIR", str(tmp_path / "none"))
+    monkeypatch.setattr(kube_auth, "SERVICE_ACCOUNT_DIR", str(tmp_path / "none"))
     with pytest.raises(kube.ConfigError, match=r"^No API server to talk to: pass -e rlark_kubeconfig=PATH"):
         kube.resolve_auth({})
 

@@ -8,7 +8,7 @@ from ansible_collections.rlark.ops.plugins.module_utils import (
     gate_view,
     placement,
     stop_record,
-    summary,
+    stop_summary,
     verify,
 )
 from ansible_collections.rlark.ops.plugins.module_utils import query as q
@@ -279,7 +279,7 @@ def test_stop_record_items_and_unconfirmed_digest():
 
 
 def test_stop_summary_table_and_exit_decision():
-    out = summary.stop_summary(
+    out = stop_summary.stop_summary(
         [
             {"job": "b", "outcome": "refused", "reason": "newest checkpoint incomplete"},
             {"job": "a", "outcome": "stopped", "step": 6, "checkpoint": "/c/global_step_6"},

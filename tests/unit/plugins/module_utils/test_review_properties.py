@@ -10,7 +10,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.preflight import preflig
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact
 from ansible_collections.rlark.ops.plugins.module_utils.render import render_job
 from ansible_collections.rlark.ops.plugins.module_utils.review import review_job
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from migration_inputs import example
 from test_review_table import RECORD_CASES
@@ -139,6 +139,9 @@ def test_random_corruption_never_raises_and_stops_are_refused(data):
 @given(data=st.data())
 def test_combined_stop_conditions_are_always_refused(data):
     cases = data.draw(st.lists(st.sampled_from(ERROR_CASES), min_size=1, max_size=3, unique_by=lambda c: c[0]))
+    names = {c[0] for c in cases}
+    # These two repair each other: the digest removed, the reference pinned is a valid image.
+    assume(not {"tag-without-digest", "digest-conflict"} <= names)
     manifest, profile = example(cases[0][1])
     applied = 0
     for case in cases:

@@ -7,11 +7,10 @@ severity. "Offered for submission" means ``preflight(...)['job']`` (records) or
 ``review_for_submission(...)['job']`` (a Job not rendered here) is a Job: it must be None.
 """
 
-import re
-
 import pytest
-from ansible_collections.rlark.ops.plugins.module_utils import naming, render, review, selectors
+from ansible_collections.rlark.ops.plugins.module_utils import render, review
 from ansible_collections.rlark.ops.plugins.module_utils.preflight import preflight, review_for_submission
+from ansible_collections.rlark.ops.plugins.module_utils.review import rules
 from migration_inputs import example, role
 
 DIGEST_B = "sha256:" + "b" * 64
@@ -602,15 +601,8 @@ def test_job_reviewed_alone_still_checks_platform_rules():
 # ------------------------------------------------------------ every review id has a broken-input case
 # (test_findings_catalogue.py checks that docs/findings.md lists every id the collection emits)
 def emitted_ids():
-    """Every id review.py (and the shared rules it calls) can emit, read from the sources."""
-    import inspect
-
-    pattern = re.compile(r'finding\(\s*"([a-z0-9-]+)"')
-    ids = set(pattern.findall(inspect.getsource(review)))
-    ids |= set(pattern.findall(inspect.getsource(naming.name_findings)))
-    ids |= set(pattern.findall(inspect.getsource(selectors.static_selector_findings)))
-    ids |= {"manifest-invalid", "profile-invalid", "manifest-missing", "profile-missing"}  # built as "%s-invalid"
-    return ids
+    """Every id the review can emit: its rule registry (test_review_rules.py keeps it equal to the sources)."""
+    return rules.rule_ids()
 
 
 def _sidecar(j):
