@@ -41,8 +41,8 @@ def test_verify_report_resume_mode_needs_a_newer_complete_checkpoint():
     assert _verify(next_gate=GATE_44, **base)["ok"] is True
     assert _verify(next_gate=GATE_40_OF_42, **base)["ok"] is False
     assert _verify(next_gate={}, **base)["ok"] is False
-    assert _verify(next_gate={}, **dict(base, need_next_checkpoint=False))["ok"] is True
-    assert _verify(next_gate=GATE_44, **dict(base, resume={"ok": False}))["ok"] is False
+    assert _verify(**dict(base, next_gate={}, need_next_checkpoint=False))["ok"] is True
+    assert _verify(**dict(base, next_gate=GATE_44, resume={"ok": False}))["ok"] is False
     report = _verify(next_gate=GATE_44, **base)
     assert report["next_checkpoint"]["latest_complete_step"] == 44
     assert report["findings"] == resume["findings"]
