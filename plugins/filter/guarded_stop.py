@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rlark.ops.plugins.module_utils import stop_record, summary
+from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts, stop_record, summary
 from ansible_collections.rlark.ops.plugins.module_utils.query import QueryError, plain, query
 
 
@@ -93,6 +93,16 @@ def log_record_name(item):
     return {"key": "log-%s" % item["key"], "value": item["value"]}
 
 
+def stop_outcome(result, job, gate=None, record="", identity=""):
+    return role_verdicts.stop_outcome(job, plain(result), plain(gate), record, identity)
+
+
+def refusal_outcome(reason, job, stopped_before=False, stopped_now=False, check_mode=False, step=None, findings=None):
+    return role_verdicts.refusal_outcome(
+        job, reason, bool(stopped_before), bool(stopped_now), bool(check_mode), step, plain(findings)
+    )
+
+
 def stop_summary(results):
     return summary.stop_summary(plain(results))
 
@@ -109,4 +119,6 @@ class FilterModule:
             "build_stop_record": build_stop_record,
             "log_record_name": log_record_name,
             "stop_summary": stop_summary,
+            "stop_outcome": stop_outcome,
+            "refusal_outcome": refusal_outcome,
         }

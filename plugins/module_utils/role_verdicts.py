@@ -86,3 +86,34 @@ def resume_override_findings(view, resume_dir, name):
         json.dumps(view.get("experiment")),
     )
     return [finding("resume-override", message, ERROR, path="spec.tasks[0].runScript")]
+
+
+def stop_outcome(job, result, gate=None, record="", identity=""):
+    """The guarded_stop outcome of a stop call: stopped, already stopped (by someone else meanwhile) or failed."""
+    result, gate = result or {}, gate or {}
+    failed, stopped = bool(result.get("failed")), result.get("action") == "stopped"
+    return {
+        "job": job,
+        "outcome": "failed" if failed else "stopped" if stopped else "already stopped",
+        "reason": result.get("msg", "") if failed else "" if stopped else "stopped meanwhile by someone else",
+        "step": gate.get("step"),
+        "checkpoint": gate.get("checkpoint"),
+        "record": record or "",
+        "identity": identity or "",
+    }
+
+
+def refusal_outcome(job, reason, stopped_before=False, stopped_now=False, check_mode=False, step=None, findings=None):
+    """The guarded_stop outcome of a refusal: refused, or already stopped when someone stopped the Job meanwhile."""
+    meanwhile = bool(stopped_now) and not stopped_before
+    if meanwhile:
+        reason = "stopped meanwhile by someone else; this run found: %s" % reason
+    elif check_mode:
+        reason = "would refuse: %s" % reason
+    return {
+        "job": job,
+        "outcome": "already stopped" if meanwhile else "refused",
+        "reason": reason,
+        "step": step,
+        "findings": list(findings or []),
+    }

@@ -41,8 +41,10 @@ def test_verify_report_resume_mode_needs_a_newer_complete_checkpoint():
     assert _verify(next_gate=GATE_44, **base)["ok"] is True
     assert _verify(next_gate=GATE_40_OF_42, **base)["ok"] is False
     assert _verify(next_gate={}, **base)["ok"] is False
-    assert _verify(**dict(base, next_gate={}, need_next_checkpoint=False))["ok"] is True
-    assert _verify(**dict(base, next_gate=GATE_44, resume={"ok": False}))["ok"] is False
+    no_next = {"mode": "resume", "resume": resume, "resume_step": 40, "need_next_checkpoint": False}
+    assert _verify(next_gate={}, **no_next)["ok"] is True
+    not_loaded = {"mode": "resume", "resume": {"ok": False}, "resume_step": 40, "need_next_checkpoint": True}
+    assert _verify(next_gate=GATE_44, **not_loaded)["ok"] is False
     report = _verify(next_gate=GATE_44, **base)
     assert report["next_checkpoint"]["latest_complete_step"] == 44
     assert report["findings"] == resume["findings"]
@@ -83,3 +85,31 @@ def test_checkpoint_wait_options():
     assert checkpoint_wait_options(s3)["s3"] == {"bucket": "b", "prefix": "p/"}
     with pytest.raises(AnsibleFilterError, match="no checkpoint storage"):
         checkpoint_wait_options({"kind": "pvc"})
+
+
+def test_stop_outcome():
+    gate = {"step": 40, "checkpoint": "/c/global_step_40"}
+    stopped = role_verdicts.stop_outcome("d", {"action": "stopped"}, gate, "/r/stop.yml", "ops")
+    assert stopped == {
+        "job": "d",
+        "outcome": "stopped",
+        "reason": "",
+        "step": 40,
+        "checkpoint": "/c/global_step_40",
+        "record": "/r/stop.yml",
+        "identity": "ops",
+    }
+    assert (
+        role_verdicts.stop_outcome("d", {"action": "unchanged"}, gate)["reason"] == "stopped meanwhile by someone else"
+    )
+    failed = role_verdicts.stop_outcome("d", {"action": "stopped", "failed": True, "msg": "pods remain"}, gate)
+    assert (failed["outcome"], failed["reason"]) == ("failed", "pods remain")
+
+
+def test_refusal_outcome():
+    refused = role_verdicts.refusal_outcome("d", "incomplete", check_mode=True, step=42, findings=[{"id": "x"}])
+    assert (refused["outcome"], refused["reason"], refused["step"]) == ("refused", "would refuse: incomplete", 42)
+    meanwhile = role_verdicts.refusal_outcome("d", "incomplete", stopped_now=True, check_mode=True)
+    assert meanwhile["outcome"] == "already stopped"
+    assert meanwhile["reason"] == "stopped meanwhile by someone else; this run found: incomplete"
+    assert role_verdicts.refusal_outcome("d", "x", stopped_before=True, stopped_now=True)["outcome"] == "refused"
