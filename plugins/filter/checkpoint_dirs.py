@@ -1,12 +1,12 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the checkpoint-directory guard and the resume flow (logic in module_utils)."""
+"""Filters of the checkpoint-directory guard: where a new Job will write, and who wrote there already."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils import checkpoint_dirs, hydra, resume
+from ansible_collections.rlark.ops.plugins.module_utils import checkpoint_dirs
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
 
@@ -22,25 +22,10 @@ def original_tree_findings(diff, location):
     return checkpoint_dirs.tree_findings(plain(diff), plain(location))
 
 
-def resume_review_view(copy_job, source):
-    return resume.review_view(plain(copy_job), plain(source))
-
-
-def resume_marks(job):
-    return resume.resume_marks(plain(job))
-
-
-def checkpoint_step_number(path):
-    return hydra.step_number(path)
-
-
 class FilterModule:
     def filters(self):
         return {
             "planned_checkpoint_location": planned_checkpoint_location,
             "checkpoint_reuse_findings": checkpoint_reuse_findings,
             "original_tree_findings": original_tree_findings,
-            "resume_review_view": resume_review_view,
-            "resume_marks": resume_marks,
-            "checkpoint_step_number": checkpoint_step_number,
         }

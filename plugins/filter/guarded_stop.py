@@ -1,8 +1,8 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Data steps of the guarded-stop playbook and role: selection checks and the stop record's outcome part.
+"""Filters of the guarded-stop playbook and role: the selection, the stop record and the run's summary.
 
-Logic lives in module_utils (query, stop_record); these wrappers only turn Ansible's objects into
+Logic lives in module_utils (query, stop_record, stop_summary); these wrappers only turn Ansible's objects into
 plain data.
 """
 
@@ -10,7 +10,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils import stop_record
+from ansible.errors import AnsibleFilterError
+from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts, stop_record
+from ansible_collections.rlark.ops.plugins.module_utils import stop_summary as stop_summaries
 from ansible_collections.rlark.ops.plugins.module_utils.query import QueryError, plain, query
 
 
@@ -43,10 +45,81 @@ def stop_outcome_fields(outcome, reason="", identity=None, selection=None, stop=
     return stop_record.outcome_fields(outcome, reason, plain(identity), plain(selection), plain(stop), step)
 
 
+def select_jobs(resources, expression=""):
+    """rlark_job_info resources chosen by a JMESPath expression over that list (names or items)."""
+    resources = plain(resources) or []
+    if not expression:
+        return resources
+    try:
+        chosen = query(resources, expression)
+    except QueryError as exc:
+        raise AnsibleFilterError("rlark.ops.select_jobs: %s" % exc) from exc
+    if chosen is None:
+        return []
+    if not isinstance(chosen, list):
+        chosen = [chosen]
+    names = set()
+    for item in chosen:
+        if isinstance(item, str):
+            names.add(item)
+        elif isinstance(item, dict):
+            job = item.get("job") if isinstance(item.get("job"), dict) else item
+            names.add((job.get("metadata") or {}).get("name"))
+    return [r for r in resources if ((r.get("job") or {}).get("metadata") or {}).get("name") in names]
+
+
+def refusal(job, reason):
+    return {"job": job, "outcome": "refused", "reason": reason}
+
+
+def stop_outcomes(outcomes, jobs):
+    """Per-Job outcomes, ``outcomes[i]`` for ``jobs[i]``; a Job that never reported one counts as refused."""
+    outcomes, jobs = plain(outcomes) or [], plain(jobs) or []
+    if len(outcomes) != len(jobs):
+        raise AnsibleFilterError("rlark.ops.stop_outcomes: %d outcomes for %d Jobs" % (len(outcomes), len(jobs)))
+    out = []
+    for outcome, job in zip(outcomes, jobs):
+        if not (outcome or {}).get("outcome"):
+            outcome = refusal(job, "the checks did not finish (see the failed task above)")
+        out.append(outcome)
+    return out
+
+
+def build_stop_record(resource, manifest=None, location=None, gate=None):
+    return stop_record.build(plain(resource), plain(manifest), plain(location), plain(gate))
+
+
+def log_record_name(item):
+    """``{key: pod, value: text}`` -> ``{key: "log-<pod>", value: text}`` for rlark_record ``files``."""
+    return {"key": "log-%s" % item["key"], "value": item["value"]}
+
+
+def stop_outcome(result, job, gate=None, record="", identity=""):
+    return role_verdicts.stop_outcome(job, plain(result), plain(gate), record, identity)
+
+
+def refusal_outcome(reason, job, stopped_before=False, stopped_now=False, check_mode=False, step=None, findings=None):
+    return role_verdicts.refusal_outcome(
+        job, reason, bool(stopped_before), bool(stopped_now), bool(check_mode), step, plain(findings)
+    )
+
+
+def stop_summary(results):
+    return stop_summaries.stop_summary(plain(results))
+
+
 class FilterModule:
     def filters(self):
         return {
             "empty_selection_message": empty_selection_message,
             "query_problem": query_problem,
             "stop_outcome_fields": stop_outcome_fields,
+            "select_jobs": select_jobs,
+            "refusal": refusal,
+            "stop_outcomes": stop_outcomes,
+            "build_stop_record": build_stop_record,
+            "log_record_name": log_record_name,
+            "stop_summary": stop_summary,
+            "stop_outcome": stop_outcome,
+            "refusal_outcome": refusal_outcome,
         }

@@ -44,7 +44,7 @@ REQUIRED = {
     "meta/runtime.yml",
     "meta/execution-environment.yml",
     "plugins/modules/rlark_job.py",
-    "plugins/filter/rlark.py",
+    "plugins/filter/migration.py",
     "plugins/lookup/job_logs.py",
     "roles/guarded_stop/meta/argument_specs.yml",
     "playbooks/guarded_stop.yml",

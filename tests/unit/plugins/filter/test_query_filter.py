@@ -1,14 +1,18 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rlark.ops.query and flow filters as Ansible calls them."""
+"""The rlark.ops.query filter and the roles' data-step filters as Ansible calls them."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rlark.ops.plugins.filter.flow import FilterModule as Flow
+from ansible_collections.rlark.ops.plugins.filter import checkpoints, guarded_stop, placement
 from ansible_collections.rlark.ops.plugins.filter.query import FilterModule as Query
 
 QUERY = Query().filters()["query"]
-FLOW = Flow().filters()
+FLOW = {
+    **checkpoints.FilterModule().filters(),
+    **guarded_stop.FilterModule().filters(),
+    **placement.FilterModule().filters(),
+}
 
 RESOURCES = [
     {"job": {"metadata": {"name": "a", "labels": {"team": "rl"}}, "status": {"phase": "Running"}}},
@@ -43,17 +47,15 @@ def test_select_jobs_accepts_items_or_names(expression, names):
     assert [r["job"]["metadata"]["name"] for r in chosen] == names
 
 
-def test_collect_outcomes_counts_a_silent_host_as_refused():
-    hostvars = {
-        "h1": {"guarded_stop_outcome": {"job": "a", "outcome": "stopped"}, "rlark_stop_job": "a"},
-        "h2": {"rlark_stop_job": "b"},
-    }
-    out = FLOW["collect_outcomes"](["h1", "h2"], hostvars)
+def test_stop_outcomes_counts_a_silent_host_as_refused():
+    out = FLOW["stop_outcomes"]([{"job": "a", "outcome": "stopped"}, {}], ["a", "b"])
     assert out[0]["outcome"] == "stopped" and out[1] == {
         "job": "b",
         "outcome": "refused",
         "reason": "the checks did not finish (see the failed task above)",
     }
+    with pytest.raises(AnsibleFilterError, match="1 outcomes for 2 Jobs"):
+        FLOW["stop_outcomes"]([{}], ["a", "b"])
 
 
 def test_without_resume_override_strips_only_that_override():

@@ -9,14 +9,15 @@ import sys
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rlark.ops.plugins.filter import rlark as filters
+from ansible_collections.rlark.ops.plugins.filter import migration as filters
+from ansible_collections.rlark.ops.plugins.filter import reporting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 EXAMPLE = os.path.join(ROOT, "examples", "sandbox")
 
 
 def test_filter_names():
-    names = set(filters.FilterModule().filters())
+    names = set(filters.FilterModule().filters()) | set(reporting.FilterModule().filters())
     assert {
         "render_job",
         "review_job",
@@ -37,12 +38,12 @@ def test_render_job_refuses_invalid_records_with_the_path():
 
 
 def test_findings_table_and_validate():
-    table = filters.findings_table(
+    table = reporting.findings_table(
         [{"id": "head-count", "severity": "error", "path": "spec.tasks", "message": "m", "hint": "h"}], "preflight"
     )
     assert table.splitlines()[0] == "1 error(s), 0 warning(s) in preflight:"
     assert "head-count" in table and "Hint: h" in table
-    assert filters.findings_table([]) == "no findings"
+    assert reporting.findings_table([]) == "no findings"
     result = filters.validate_manifest({"kind": "DeploymentProfile"}, "profile")
     assert result["ok"] is False and "version" in {e["path"] for e in result["errors"]}
     with pytest.raises(AnsibleFilterError):

@@ -7,7 +7,8 @@ import os
 
 import pytest
 import yaml
-from ansible_collections.rlark.ops.plugins.filter import rlark as filters
+from ansible_collections.rlark.ops.plugins.filter import migration as filters
+from ansible_collections.rlark.ops.plugins.filter import reporting
 from ansible_collections.rlark.ops.plugins.module_utils import records
 from ansible_collections.rlark.ops.plugins.module_utils.preflight import preflight
 from ansible_collections.rlark.ops.plugins.module_utils.redact import MASK, is_secret_name, redact, redact_text
@@ -75,9 +76,9 @@ def test_no_planted_secret_reaches_records_or_filter_outputs(tmp_path):
             assert_clean(handle.read(), path)
     assert_clean(dump(filters.preflight(manifest, profile)), "filter preflight")
     assert_clean(dump(filters.review_job(result["rendered"], manifest, profile)), "filter review_job")
-    assert_clean(filters.findings_table(result["findings"]), "findings_table")
-    assert_clean(dump(filters.redact({"manifest": manifest, "profile": profile})), "filter redact")
-    assert_clean(filters.stable_yaml(manifest), "stable_yaml")
+    assert_clean(reporting.findings_table(result["findings"]), "findings_table")
+    assert_clean(dump(reporting.redact({"manifest": manifest, "profile": profile})), "filter redact")
+    assert_clean(reporting.stable_yaml(manifest), "stable_yaml")
     assert_clean(dump(filters.validate_manifest(manifest)), "validate_manifest")
     assert_clean(dump(filters.load_manifest(manifest)), "load_manifest")
     assert_clean(dump(filters.render_job(manifest, profile)), "render_job")

@@ -1,6 +1,6 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of rlark.ops: thin wrappers, one function per filter; the logic lives in module_utils.
+"""Filters of the migration inputs: load, validate, render and review (logic in module_utils).
 
 Everything a filter returns is redacted: a rendered Job, findings and records never carry a secret.
 """
@@ -46,20 +46,6 @@ def preflight(manifest, profile, job_name=None):
     return redact_core.redact(preflight_core.preflight(manifest, profile, job_name))
 
 
-def redact(data):
-    """A copy of ``data`` with secrets masked by key name and value shape."""
-    return redact_core.redact(manifest_io.to_plain(data))
-
-
-def findings_table(findings, title="findings"):
-    """Findings as a readable fixed-width text table."""
-    if not isinstance(findings, list):
-        raise AnsibleFilterError("findings_table expects a list of findings")
-    return findings_core.table(
-        review_core.safe([f for f in manifest_io.to_plain(findings) if isinstance(f, dict)]), title
-    )
-
-
 def validate_manifest(data, kind="manifest"):
     """``{ok, errors: [{path, message}], data}`` for a launch manifest (or ``kind='profile'``), path or data."""
     result = manifest_io.load_and_validate(data, _kind(kind))
@@ -79,22 +65,12 @@ def load_manifest(data, kind="manifest"):
     return redact_core.redact(result["data"])
 
 
-def stable_yaml(data):
-    """Redacted YAML text with stable key order (byte-identical for the same data)."""
-    return manifest_io.dump_yaml(redact_core.redact(manifest_io.to_plain(data)))
-
-
 class FilterModule:
-    """rlark.ops filters."""
-
     def filters(self):
         return {
             "render_job": render_job,
             "review_job": review_job,
             "preflight": preflight,
-            "redact": redact,
-            "findings_table": findings_table,
             "validate_manifest": validate_manifest,
             "load_manifest": load_manifest,
-            "stable_yaml": stable_yaml,
         }

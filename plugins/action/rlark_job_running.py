@@ -1,0 +1,81 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for rlark.ops.rlark_job_running: read the Job until it runs as designed, with progress lines.
+
+Each look is one rlark.ops.rlark_job_info run on the target with the task's API options; the verdict is
+module_utils.verify.job_state, the same one the verify role records. The wait replaces a YAML until: loop,
+whose timeout said only "Unknown error".
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.rlark.ops.plugins.module_utils.verify import job_state
+from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
+
+display = Display()
+
+WAIT_SPEC = dict(
+    name=dict(type="str", required=True),
+    proof=dict(type="dict", default={}),
+    timeout=dict(type="float", default=180),
+    interval=dict(type="float", default=2),
+)
+
+
+def state_line(state, failure=""):
+    """One progress line: what keeps the Job from running as designed."""
+    if failure:
+        return "rlark_job_info failed: %s" % failure
+    if state["running"]:
+        return "every pod runs as designed"
+    return "; ".join(f.get("message", f.get("id", "")) for f in state["findings"][:3]) or "not running yet"
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        own = {k: args.pop(k) for k in WAIT_SPEC if k in args}
+        checked = ArgumentSpecValidator(WAIT_SPEC).validate(own)
+        if checked.error_messages:
+            raise AnsibleActionFail("rlark_job_running: %s" % "; ".join(checked.error_messages))
+        params = checked.validated_parameters
+        info_args = dict(args, name=params["name"])
+        last = {"info": {}, "failure": ""}
+
+        def look():
+            info = self._execute_module(
+                module_name="rlark.ops.rlark_job_info", module_args=info_args, task_vars=task_vars
+            )
+            last["info"], last["failure"] = info, info.get("msg", "failed") if info.get("failed") else ""
+            resource = (info.get("resources") or [{}])[0] if not last["failure"] else {}
+            state = job_state(resource, params["proof"], params["name"])
+            return state["running"], state_line(state, last["failure"]), state
+
+        waiter = Waiter(params["timeout"], params["interval"], progress=display.display)
+        timed_out = False
+        try:
+            state = waiter.wait(look, "Job %s to run as designed" % params["name"])
+        except WaitTimeout as exc:
+            state, timed_out = exc.state, True
+            result["msg"] = str(exc)
+        if last["failure"]:
+            result["msg"] = ("%s " % result.get("msg", "")).lstrip() + "Last read failed: %s" % last["failure"]
+        result.update(
+            changed=False,
+            resources=last["info"].get("resources") or [],
+            state=state,
+            running=state["running"],
+            timed_out=timed_out,
+            waited_seconds=round(waiter.clock() - waiter.started, 1),
+            wait_log=waiter.log,
+        )
+        return result

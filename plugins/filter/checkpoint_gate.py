@@ -1,0 +1,77 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the checkpoint_gate role: the options of one checkpoint wait and the verdict it gives."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.rlark.ops.plugins.module_utils import gate_view, role_verdicts
+from ansible_collections.rlark.ops.plugins.module_utils.query import plain
+from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS
+
+# Gate options a caller may pass through: the step and the report size are the role's to set, and integrity is
+# set on its own so a resume never writes a manifest.
+PASSED_OPTIONS = tuple(o for o in GATE_OPTIONS if o not in ("step", "full_report")) + ("hash_workers",)
+S3_KEYS = ("bucket", "prefix", "endpoint_url", "region")
+
+
+def checkpoint_wait_options(
+    location,
+    node_root="",
+    step="latest",
+    newer_than=-1,
+    newest_complete=False,
+    timeout=0,
+    interval=2,
+    integrity="off",
+    integrity_manifest=None,
+    options=None,
+):
+    """The rlark_ckpt_wait options for a checkpoint location (None values dropped so the plugin defaults apply)."""
+    location = plain(location) or {}
+    kind = location.get("kind")
+    if kind not in ("hostPath", "s3"):
+        raise AnsibleFilterError("rlark.ops.checkpoint_wait_options: no checkpoint storage to gate (kind %r)" % kind)
+    try:
+        newer_than, timeout, interval = int(newer_than), float(timeout), float(interval)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("rlark.ops.checkpoint_wait_options: %s" % exc) from exc
+    if interval <= 0:
+        raise AnsibleFilterError("rlark.ops.checkpoint_wait_options: interval must be positive, not %s" % interval)
+    # Poll only while waiting for a newer complete step, or for the newest step to be complete and quiet;
+    # whole polls only: a 1 s budget with 2 s between polls judges once.
+    polls = newer_than >= 0 or (bool(newest_complete) and timeout > 0)
+    args = {
+        "path": (node_root or "") + location.get("host_path", "") if kind == "hostPath" else None,
+        "s3": {k: v for k, v in (location.get("s3") or {}).items() if k in S3_KEYS and v is not None}
+        if kind == "s3"
+        else None,
+        "step": step,
+        "newer_than": newer_than,
+        "newest_complete": bool(newest_complete),
+        "timeout": int(timeout / interval) * interval if polls else 0.0,
+        "interval": interval,
+        "integrity": integrity or "off",
+        "integrity_manifest": plain(integrity_manifest) or None,
+    }
+    args.update({k: v for k, v in (plain(options) or {}).items() if k in PASSED_OPTIONS})
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def gate_summary(result):
+    return gate_view.summarize(plain(result))
+
+
+def gate_refusal(result, waiting_elsewhere=False):
+    return role_verdicts.gate_refusal(plain(result), bool(waiting_elsewhere))
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "checkpoint_wait_options": checkpoint_wait_options,
+            "gate_summary": gate_summary,
+            "gate_refusal": gate_refusal,
+        }

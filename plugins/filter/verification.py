@@ -1,0 +1,83 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that judge a running Job: its state, its log signals and the verify verdict (logic in module_utils).
+
+These wrappers only turn Ansible's objects into plain data and errors into filter errors.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts, verify
+from ansible_collections.rlark.ops.plugins.module_utils.query import plain
+
+
+def job_state(resource, proof=None, job_name=None):
+    return verify.job_state(plain(resource), plain(proof), job_name)
+
+
+def log_report(text, startup=None, failure=None, normal=None, live=None):
+    return verify.log_report(text, plain(startup), plain(failure), plain(normal), plain(live))
+
+
+def resume_report(text, resume_dir, step):
+    try:
+        return verify.resume_report(text, resume_dir, step)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("rlark.ops.resume_report: %s" % exc) from exc
+
+
+def signal_regexes(items):
+    return verify.signal_regexes(plain(items))
+
+
+def resume_patterns(resume_dir):
+    return verify.resume_patterns(resume_dir)
+
+
+def marker_report(markers, text, live=None):
+    """The configured "uploads finished" markers: log regexes or ``jmespath:`` conditions that must hold."""
+    report = verify.log_report(text, startup=plain(markers), live=plain(live))
+    out = {"ok": report["ok"], "seen": report["seen"], "missing": report["missing"], "errors": report["errors"]}
+    out["reason"] = role_verdicts.marker_refusal(out)
+    return out
+
+
+def verify_report(running, job, mode="normal", submitted=None, signals=None, logs=None, **resume_mode):
+    """The verify record's report with its verdict ``ok`` (resume mode: ``resume``, ``next_gate``, ``resume_step``,
+    ``need_next_checkpoint``)."""
+    unknown = set(resume_mode) - {"resume", "next_gate", "resume_step", "need_next_checkpoint"}
+    if unknown:
+        raise AnsibleFilterError("rlark.ops.verify_report: unknown option(s) %s" % ", ".join(sorted(unknown)))
+    try:
+        return role_verdicts.verify_report(
+            job, mode, plain(submitted), plain(running), plain(signals), plain(logs), **plain(resume_mode)
+        )
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("rlark.ops.verify_report: %s" % exc) from exc
+
+
+def pod_names(pods):
+    """Data-plane pod names (``rlark.io/local-pod-name``) of Pod CRs."""
+    out = []
+    for pod in plain(pods) or []:
+        name = ((pod.get("metadata") or {}).get("labels") or {}).get("rlark.io/local-pod-name")
+        if name:
+            out.append(name)
+    return sorted(out)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "job_state": job_state,
+            "log_report": log_report,
+            "resume_report": resume_report,
+            "signal_regexes": signal_regexes,
+            "resume_patterns": resume_patterns,
+            "marker_report": marker_report,
+            "verify_report": verify_report,
+            "pod_names": pod_names,
+        }

@@ -1,0 +1,119 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Verdicts the roles act on, computed here instead of in multi-line Jinja (the filters only wrap these)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.rlark.ops.plugins.module_utils import gate_view
+from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, finding
+
+
+def gate_refusal(result, waiting_elsewhere=False):
+    """Why a guarded stop may not stop now ('' when the newest checkpoint is complete).
+
+    ``waiting_elsewhere``: a check-mode run at the next checkpoint, which waits for nothing and refuses nothing here.
+    """
+    verdict = gate_view.summarize(result or {})
+    if waiting_elsewhere or (verdict["complete"] and verdict["newest_complete"]):
+        return ""
+    waited = "%s " % result.get("wait_msg") if (result or {}).get("timed_out") else ""
+    return waited + (verdict["reason"] or "the newest checkpoint is not complete")
+
+
+def marker_refusal(report):
+    """Why the "uploads finished" markers do not allow a stop yet ('' when they all hold)."""
+    if (report or {}).get("ok", True):
+        return ""
+    return "Not finished yet: " + "; ".join(list(report.get("missing") or []) + list(report.get("errors") or []))
+
+
+def verify_report(
+    job,
+    mode,
+    submitted,
+    running,
+    signals,
+    logs,
+    resume=None,
+    next_gate=None,
+    resume_step=0,
+    need_next_checkpoint=False,
+):
+    """The verify record's report and its verdict ``ok``.
+
+    ``running`` is the job_state result, ``signals`` the log report, ``logs`` the job_logs lookup result;
+    in resume mode ``resume`` is the resume report and ``next_gate`` the gate result of the first checkpoint
+    after the resume, which must be complete and newer than ``resume_step`` when ``need_next_checkpoint``.
+    """
+    running, signals, resume = running or {}, signals or {}, resume or {}
+    nxt = gate_view.summarize(next_gate or {})
+    errors = [f for f in running.get("findings") or [] if f.get("severity") == "error"]
+    ok = bool(running.get("running")) and bool(signals.get("ok")) and not errors
+    if mode == "resume":
+        newest = nxt.get("latest_complete_step")
+        moved_on = (-1 if newest is None else int(newest)) > int(resume_step or 0)
+        ok = ok and bool(resume.get("ok")) and (not need_next_checkpoint or moved_on)
+    return {
+        "job": job,
+        "mode": mode,
+        "submitted": bool((submitted or {}).get("submitted")),
+        "running": bool(running.get("running")),
+        "observed": running.get("observed") or {},
+        "findings": list(running.get("findings") or []) + list(resume.get("findings") or []),
+        "signals": signals,
+        "log_timed_out": bool((logs or {}).get("timed_out")),
+        "log_waited_seconds": (logs or {}).get("waited_seconds"),
+        "resume": resume,
+        "next_checkpoint": nxt,
+        "ok": ok,
+    }
+
+
+def resume_override_findings(view, resume_dir, name):
+    """The resume-override finding when a resume copy does not carry exactly the two intended overrides."""
+    view = view or {}
+    if view.get("resume_dirs") == [resume_dir] and view.get("experiment") == name:
+        return []
+    message = "The copy must carry exactly one runner.resume_dir=%s and %s=%s, it has %s and %s" % (
+        resume_dir,
+        view.get("experiment_key"),
+        name,
+        json.dumps(view.get("resume_dirs")),
+        json.dumps(view.get("experiment")),
+    )
+    return [finding("resume-override", message, ERROR, path="spec.tasks[0].runScript")]
+
+
+def stop_outcome(job, result, gate=None, record="", identity=""):
+    """The guarded_stop outcome of a stop call: stopped, already stopped (by someone else meanwhile) or failed."""
+    result, gate = result or {}, gate or {}
+    failed, stopped = bool(result.get("failed")), result.get("action") == "stopped"
+    return {
+        "job": job,
+        "outcome": "failed" if failed else "stopped" if stopped else "already stopped",
+        "reason": result.get("msg", "") if failed else "" if stopped else "stopped meanwhile by someone else",
+        "step": gate.get("step"),
+        "checkpoint": gate.get("checkpoint"),
+        "record": record or "",
+        "identity": identity or "",
+    }
+
+
+def refusal_outcome(job, reason, stopped_before=False, stopped_now=False, check_mode=False, step=None, findings=None):
+    """The guarded_stop outcome of a refusal: refused, or already stopped when someone stopped the Job meanwhile."""
+    meanwhile = bool(stopped_now) and not stopped_before
+    if meanwhile:
+        reason = "stopped meanwhile by someone else; this run found: %s" % reason
+    elif check_mode:
+        reason = "would refuse: %s" % reason
+    return {
+        "job": job,
+        "outcome": "already stopped" if meanwhile else "refused",
+        "reason": reason,
+        "step": step,
+        "findings": list(findings or []),
+    }

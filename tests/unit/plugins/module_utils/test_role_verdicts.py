@@ -1,0 +1,115 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The verdicts the roles act on (verify report, stop readiness, resume overrides, checkpoint wait options)."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.rlark.ops.plugins.filter.checkpoint_gate import checkpoint_wait_options
+from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts
+
+GATE_40_OF_42 = {
+    "complete": True,
+    "step": 40,
+    "newest_step": 42,
+    "latest_complete_step": 40,
+    "problems": [],
+    "steps": [{"step": 42, "reasons": [".metadata is missing"]}],
+}
+GATE_44 = {"complete": True, "step": 44, "newest_step": 44, "latest_complete_step": 44, "problems": []}
+RUNNING = {"running": True, "findings": [], "observed": {"actor": {"nodes": ["a100-01"]}}}
+SIGNALS = {"ok": True, "seen": ["Cluster is ready"], "missing": []}
+
+
+def _verify(**kw):
+    args = dict(job="d", mode="normal", submitted={"submitted": True}, running=RUNNING, signals=SIGNALS, logs={})
+    args.update(kw)
+    return role_verdicts.verify_report(**args)
+
+
+def test_verify_report_normal_mode():
+    assert _verify()["ok"] is True
+    assert _verify(signals={"ok": False})["ok"] is False
+    assert _verify(running=dict(RUNNING, running=False))["ok"] is False
+    error = {"id": "x", "severity": "error"}
+    assert _verify(running=dict(RUNNING, findings=[error]))["ok"] is False
+    assert _verify(running=dict(RUNNING, findings=[dict(error, severity="warning")]))["ok"] is True
+
+
+def test_verify_report_resume_mode_needs_a_newer_complete_checkpoint():
+    resume = {"ok": True, "findings": [{"id": "r", "severity": "warning"}]}
+    base = dict(mode="resume", resume=resume, resume_step=40, need_next_checkpoint=True)
+    assert _verify(next_gate=GATE_44, **base)["ok"] is True
+    assert _verify(next_gate=GATE_40_OF_42, **base)["ok"] is False
+    assert _verify(next_gate={}, **base)["ok"] is False
+    no_next = {"mode": "resume", "resume": resume, "resume_step": 40, "need_next_checkpoint": False}
+    assert _verify(next_gate={}, **no_next)["ok"] is True
+    not_loaded = {"mode": "resume", "resume": {"ok": False}, "resume_step": 40, "need_next_checkpoint": True}
+    assert _verify(next_gate=GATE_44, **not_loaded)["ok"] is False
+    report = _verify(next_gate=GATE_44, **base)
+    assert report["next_checkpoint"]["latest_complete_step"] == 44
+    assert report["findings"] == resume["findings"]
+
+
+def test_gate_refusal():
+    assert "global_step_42 is incomplete" in role_verdicts.gate_refusal(GATE_40_OF_42)
+    assert role_verdicts.gate_refusal(GATE_40_OF_42, waiting_elsewhere=True) == ""
+    assert role_verdicts.gate_refusal(GATE_44) == ""
+    timed_out = dict(GATE_40_OF_42, timed_out=True, wait_msg="Waited 5 s for step 42.")
+    assert role_verdicts.gate_refusal(timed_out).startswith("Waited 5 s for step 42. the newest checkpoint")
+    assert role_verdicts.gate_refusal({"skipped": True}) == "the checkpoint gate did not run"
+
+
+def test_marker_refusal():
+    assert role_verdicts.marker_refusal({"ok": True}) == ""
+    assert role_verdicts.marker_refusal({"ok": False, "missing": ["uploads"], "errors": ["bad"]}) == (
+        "Not finished yet: uploads; bad"
+    )
+
+
+def test_resume_override_findings():
+    view = {"resume_dirs": ["/c/global_step_4"], "experiment_key": "runner.logger.experiment_name", "experiment": "n"}
+    assert role_verdicts.resume_override_findings(view, "/c/global_step_4", "n") == []
+    (found,) = role_verdicts.resume_override_findings(dict(view, resume_dirs=[]), "/c/global_step_4", "n")
+    assert (found["id"], found["severity"]) == ("resume-override", "error")
+    assert "runner.resume_dir=/c/global_step_4" in found["message"] and "it has [] and " in found["message"]
+
+
+def test_checkpoint_wait_options():
+    host = {"ok": True, "kind": "hostPath", "node": "n1", "host_path": "/data/ckpt", "s3": None}
+    once = checkpoint_wait_options(host, node_root="/mnt/n1", timeout=600)
+    assert once["path"] == "/mnt/n1/data/ckpt" and once["timeout"] == 0 and "s3" not in once
+    waits = checkpoint_wait_options(host, newer_than=4, timeout=5, interval=2, options={"runner": "x", "no": 1})
+    assert waits["timeout"] == 4 and waits["newer_than"] == 4 and waits["runner"] == "x" and "no" not in waits
+    assert checkpoint_wait_options(host, newest_complete=True, timeout=3, interval=1)["timeout"] == 3
+    s3 = {"kind": "s3", "s3": {"bucket": "b", "prefix": "p/", "region": None, "secret": "x"}}
+    assert checkpoint_wait_options(s3)["s3"] == {"bucket": "b", "prefix": "p/"}
+    with pytest.raises(AnsibleFilterError, match="no checkpoint storage"):
+        checkpoint_wait_options({"kind": "pvc"})
+
+
+def test_stop_outcome():
+    gate = {"step": 40, "checkpoint": "/c/global_step_40"}
+    stopped = role_verdicts.stop_outcome("d", {"action": "stopped"}, gate, "/r/stop.yml", "ops")
+    assert stopped == {
+        "job": "d",
+        "outcome": "stopped",
+        "reason": "",
+        "step": 40,
+        "checkpoint": "/c/global_step_40",
+        "record": "/r/stop.yml",
+        "identity": "ops",
+    }
+    assert (
+        role_verdicts.stop_outcome("d", {"action": "unchanged"}, gate)["reason"] == "stopped meanwhile by someone else"
+    )
+    failed = role_verdicts.stop_outcome("d", {"action": "stopped", "failed": True, "msg": "pods remain"}, gate)
+    assert (failed["outcome"], failed["reason"]) == ("failed", "pods remain")
+
+
+def test_refusal_outcome():
+    refused = role_verdicts.refusal_outcome("d", "incomplete", check_mode=True, step=42, findings=[{"id": "x"}])
+    assert (refused["outcome"], refused["reason"], refused["step"]) == ("refused", "would refuse: incomplete", 42)
+    meanwhile = role_verdicts.refusal_outcome("d", "incomplete", stopped_now=True, check_mode=True)
+    assert meanwhile["outcome"] == "already stopped"
+    assert meanwhile["reason"] == "stopped meanwhile by someone else; this run found: incomplete"
+    assert role_verdicts.refusal_outcome("d", "x", stopped_before=True, stopped_now=True)["outcome"] == "refused"
