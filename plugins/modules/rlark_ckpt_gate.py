@@ -301,7 +301,7 @@ steps:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import S3_ARG_SPEC
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 
@@ -369,15 +369,20 @@ def main():
     try:
         source = open_source(module)
         result = run_gate(source, {name: p[name] for name in GATE_OPTIONS})
-        changed = integrity.apply(
-            source,
-            result,
-            p["integrity"],
-            path=p["integrity_path"],
-            manifest=p["integrity_manifest"],
-            workers=p["hash_workers"],
-            check_mode=module.check_mode,
-        )
+        changed = False
+        if p["integrity"] != "off":
+            # hashlib and the thread pool are imported only when asked for: the plain gate stays light to start
+            from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity
+
+            changed = integrity.apply(
+                source,
+                result,
+                p["integrity"],
+                path=p["integrity_path"],
+                manifest=p["integrity_manifest"],
+                workers=p["hash_workers"],
+                check_mode=module.check_mode,
+            )
     except layouts.GateError as exc:
         module.fail_json(msg=str(exc), changed=False)
     except OSError as exc:
