@@ -19,8 +19,8 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.action.rlark_ckpt_wait import checkpoint_wait
 from ansible_collections.rlark.ops.plugins.module_utils.args_common import argument_spec, auth_params
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import not_ready_reason
 from ansible_collections.rlark.ops.plugins.module_utils.findings import render
-from ansible_collections.rlark.ops.plugins.module_utils.gate_wait import not_ready_reason
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, head_pod_name, read_logs
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params

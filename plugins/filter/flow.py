@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Data steps of the rlark.ops roles as filters (each ~ms on the controller instead of a module run).
 
-Logic lives in module_utils (placement, ckpt_locate, verify, summary); these wrappers only turn
+Logic lives in module_utils (placement, checkpoint.location, verify, summary); these wrappers only turn
 Ansible's objects (hostvars, registered loop results) into plain data and errors into filter errors.
 """
 
@@ -12,13 +12,13 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.rlark.ops.plugins.module_utils import (
-    ckpt_locate,
-    gate_view,
     placement,
     stop_record,
     summary,
     verify,
 )
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import location
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_summary import summarize as gate_view
 from ansible_collections.rlark.ops.plugins.module_utils.query import QueryError, plain, query
 
 HOST_KEYS = ("rlark_node_name", "rlark_node_cluster", "rlark_node_root", "ansible_host")
@@ -55,19 +55,19 @@ def node_host(node, hostvars, groups):
 
 
 def checkpoint_location(resource, manifest=None, root=None, object_storage=None):
-    return ckpt_locate.locate(plain(resource), plain(manifest), root or None, plain(object_storage))
+    return location.locate(plain(resource), plain(manifest), root or None, plain(object_storage))
 
 
 def checkpoint_step_dir(container_root, step):
-    return ckpt_locate.step_dir(container_root, step)
+    return location.step_dir(container_root, step)
 
 
 def without_resume_override(job):
-    return ckpt_locate.without_resume_override(plain(job))
+    return location.without_resume_override(plain(job))
 
 
 def hydra_overrides(script):
-    return ckpt_locate.hydra_overrides(script)
+    return location.hydra_overrides(script)
 
 
 def log_report(text, startup=None, failure=None, normal=None, live=None):
@@ -104,7 +104,7 @@ def marker_report(markers, text, live=None):
 
 
 def gate_summary(result):
-    return gate_view.summarize(plain(result))
+    return gate_view(plain(result))
 
 
 def expected_nodes(profile):

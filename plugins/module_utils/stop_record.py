@@ -15,7 +15,7 @@ import json
 import os
 import re
 
-from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import hydra_overrides, parts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import hydra_overrides, parts
 
 NOT_CONFIRMED = "digest not confirmed"
 OUTCOMES = ("stopped", "failed", "refused")

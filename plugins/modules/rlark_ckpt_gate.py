@@ -387,6 +387,7 @@ def main():
         module.fail_json(msg=str(exc), changed=False)
     except OSError as exc:
         module.fail_json(msg="integrity manifest: %s" % exc, changed=False)
+    result["problems"] = result["findings"]  # the name before findings; roles/resume still reads it
     if not result["complete"] and p["fail_when_incomplete"]:
         module.fail_json(msg=incomplete_message(result), changed=changed, **result)
     module.exit_json(changed=changed, **result)

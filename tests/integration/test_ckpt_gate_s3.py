@@ -94,7 +94,7 @@ def test_latest_picks_newest_complete_and_says_so(sandbox, s3):
     result = run_gate(source(sandbox, prefix), dict(row.gate_params(), quiet_seconds=0, full_report=True))
     F.check_same_verdict(lazy, result)
     assert result["complete"] and result["step"] == 20 and result["newest_step"] == 30
-    notes = [p for p in result["problems"] if p["id"] == "newest-step-incomplete"]
+    notes = [p for p in result["findings"] if p["id"] == "newest-step-incomplete"]
     assert notes and "global_step_30" in notes[0]["message"]
     verdicts = {s["name"]: s["verdict"] for s in result["steps"]}
     assert verdicts == {
