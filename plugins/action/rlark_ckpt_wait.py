@@ -19,7 +19,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integr
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import wait_for_gate
-from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS
+from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS, WAIT_OPTIONS
 from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import argument_spec as gate_spec
 
 display = Display()
@@ -40,7 +40,7 @@ def checkpoint_wait(action, args, task_vars, progress=None):
     Shared with rlark_stop_with_logs, which waits here and then sends the stop in the same call.
     Returns the last gate result plus the wait fields of ``waiting.wait_for_gate``.
     """
-    spec = gate_spec()
+    spec = {k: v for k, v in gate_spec().items() if k not in WAIT_OPTIONS}  # this action waits with its own options
     spec.update(WAIT_SPEC)
     checked = ArgumentSpecValidator(
         spec, mutually_exclusive=[("path", "s3")], required_one_of=[("path", "s3")]

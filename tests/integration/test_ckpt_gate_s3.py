@@ -8,9 +8,8 @@ own prefix of one run prefix that is removed at the end.
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-import boto3  # a runtime dependency (requirements.txt): the S3 gate uses it
 import pytest
-from ckpt_gate_support import F, GateError, S3Source, run_gate
+from ckpt_gate_support import F, GateError, S3Source, run_gate, s3_client
 
 pytestmark = pytest.mark.sandbox
 STEP = 40
@@ -34,13 +33,7 @@ CASES = list(cases())
 
 @pytest.fixture(scope="module")
 def s3(sandbox):
-    client = boto3.client(
-        "s3",
-        endpoint_url=sandbox.s3_endpoint,
-        aws_access_key_id=sandbox.s3_access_key,
-        aws_secret_access_key=sandbox.s3_secret_key,
-        region_name="us-east-1",
-    )
+    client = s3_client(sandbox)
     run = "h5-gate-%s/" % uuid.uuid4().hex[:8]
     jobs = []
     for row, case, drop, case_id in CASES:

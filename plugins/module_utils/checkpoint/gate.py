@@ -198,6 +198,7 @@ def _result(source, opts, chosen, latest_complete, newest, verdicts, found):
         "newest_step": newest.step,
         "steps": steps,
         "steps_found": found,
+        "integrity_lists": list(chosen.integrity_lists),
     }
 
 

@@ -150,6 +150,32 @@ def verify(source, step_name, manifest, workers=None):
     return problems, {"files": len(entries), "bytes": sum(hashed[p][1] for p in to_hash)}
 
 
+def verify_integrity_lists(source, step_name, lists, workers=None):
+    """Findings for every file of a Megatron ``integrity.json`` (the gate checked their sizes) with another sha256."""
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.payloads import integrity_list_entries
+
+    problems = []
+    for rel in lists:
+        try:
+            entries = integrity_list_entries(source, step_name, rel)
+        except (ManifestError, ValueError) as exc:
+            problems.append(finding("integrity-manifest-unreadable", "%s: %s" % (rel, str(exc)[:120]), path=rel))
+            continue
+        hashed = _hash_all(source, step_name, [path for path, _size, _digest in entries], workers or default_workers())
+        for path, _size, digest in entries:
+            if hashed[path][0] != digest:
+                problems.append(
+                    finding(
+                        "integrity-mismatch",
+                        "%s has sha256 %s, %s says %s: the checkpoint is not the one its integrity list describes"
+                        % (path, hashed[path][0], rel, digest),
+                        path=path,
+                        hint="do not resume from this checkpoint; find out what wrote to it after the save",
+                    )
+                )
+    return problems
+
+
 def _mismatch(path, what):
     return finding(
         "integrity-mismatch",
@@ -205,6 +231,10 @@ def apply(source, result, mode, path=None, manifest=None, workers=None, check_mo
         problems, counts = verify(source, step_name, manifest, workers)
     except ManifestError as exc:
         problems, counts = [finding("integrity-manifest-unreadable", str(exc), path=path or "")], {}
+    lists = result.get("integrity_lists") or []
+    if lists:  # the checkpoint's own Megatron integrity.json: hashes too, now that verification was asked for
+        report["integrity_lists"] = list(lists)
+        problems += verify_integrity_lists(source, step_name, lists, workers)
     report.update(counts, status="failed" if problems else "verified", seconds=round(time.time() - start, 3))
     if problems:
         result["complete"] = False
