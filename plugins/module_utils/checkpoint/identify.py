@@ -51,6 +51,14 @@ def runner_evidence(facts, children, megatron):
     return found
 
 
+def _has_dist_opt(facts, base):
+    """Whether a directory right under ``base`` holds ``distrib_optim.pt`` (only directories can: look at those,
+    not at the thousands of shard files of a torch_dist iteration)."""
+    depth = base.count("/")
+    entries = facts.entries
+    return any(d.startswith(base) and d.count("/") == depth and d + "/distrib_optim.pt" in entries for d in facts.dirs)
+
+
 def step_features(facts, children, backend):
     feats = set()
     actor = children.get("actor", set())
@@ -61,11 +69,8 @@ def step_features(facts, children, backend):
     if backend.startswith("megatron"):
         for comp in ("actor", "critic"):
             for it in children.get(comp, ()):
-                if L.ITER_DIR.match(it):
-                    base = "%s/%s/" % (comp, it)
-                    entries = facts.entries
-                    if any(base + mp + "/distrib_optim.pt" in entries for mp in children.get(base[:-1], ())):
-                        feats.add("dist_opt")
+                if L.ITER_DIR.match(it) and _has_dist_opt(facts, "%s/%s/" % (comp, it)):
+                    feats.add("dist_opt")
         if "critic" in children.get("", set()):
             feats.add("critic")
     if "data.pt" in actor or "rng.pt" in actor:

@@ -140,7 +140,9 @@ def megatron_stale(v, children):
                     path="%s/%s" % (comp, name),
                 )
         it = "%s/iter_%07d" % (comp, v.step)
-        extra = sorted(n for n in children.get(it, ()) if n not in expected and L.MP_RANK.match(n))
+        extra = sorted(
+            n for n in children.get(it, ()) if n.startswith("mp_rank_") and n not in expected and L.MP_RANK.match(n)
+        )
         if extra and "torch_dist" not in v.features:
             v.problem(
                 "stale-shards",

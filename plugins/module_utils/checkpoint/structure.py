@@ -77,7 +77,11 @@ def identified(look):
         return STOP if v.backend is None else HALT
     look.megatron = look.backend.startswith("megatron")
     if look.megatron:
-        v.integrity_lists = tuple(sorted(rel for rel in look.entries if rel.rpartition("/")[2] == INTEGRITY_LIST))
+        v.integrity_lists = tuple(
+            sorted(
+                (p + "/" if p else "") + INTEGRITY_LIST for p, names in look.children.items() if INTEGRITY_LIST in names
+            )
+        )
     return None
 
 
