@@ -94,6 +94,17 @@ def head_pod_node(job, tasks, pods):
     return None
 
 
+def _covering_mount(spec, root):
+    """(mountPath, volumeMount) of the main container's deepest mount that holds ``root``, or None."""
+    best = None
+    for m in _main(spec).get("volumeMounts") or []:
+        mp = (m.get("mountPath") or "").rstrip("/") or "/"
+        covers = root == mp or root.startswith(mp.rstrip("/") + "/")
+        if covers and (best is None or len(mp) > len(best[0])):
+            best = (mp, m)
+    return best
+
+
 def locate(resource, manifest=None, explicit_root=None, object_storage=None):
     """Where the checkpoints of one Job live.
 
@@ -121,12 +132,7 @@ def locate(resource, manifest=None, explicit_root=None, object_storage=None):
         return out
     head = head_template(job)
     spec = _pod_spec(head)
-    best = None
-    for m in _main(spec).get("volumeMounts") or []:
-        mp = (m.get("mountPath") or "").rstrip("/") or "/"
-        covers = root == mp or root.startswith(mp.rstrip("/") + "/")
-        if covers and (best is None or len(mp) > len(best[0])):
-            best = (mp, m)
+    best = _covering_mount(spec, root)
     if best is None:
         out["kind"] = "container"
         out["reason"] = (
