@@ -216,6 +216,14 @@ EXAMPLES = r"""
     fail_when_incomplete: false
   register: gate
 
+- name: Wait up to 30 minutes, in this one module run, for the next complete checkpoint after step 40
+  rlark.ops.rlark_ckpt_gate:
+    path: /data/rlinf/logs/run1/checkpoints
+    after_step: 40
+    wait_timeout: 1800
+    wait_interval: 30
+  delegate_to: a100-01
+
 - name: Show why it is incomplete
   ansible.builtin.debug:
     msg: "{{ gate.missing + (gate.findings | map(attribute='message') | list) }}"
