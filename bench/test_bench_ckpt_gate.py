@@ -59,7 +59,7 @@ GATE_SNIPPET = (
     "t, c = time.perf_counter(), time.process_time()\n"
     "r = run_gate(src, {'step': 'latest', 'quiet_seconds': 120, 'full_report': %s})\n"
     "elapsed, cpu = time.perf_counter() - t, time.process_time() - c\n"
-    "assert r['complete'], (r['missing'][:3], r['problems'][:3])\n"
+    "assert r['complete'], (r['missing'][:3], r['findings'][:3])\n"
     "print(elapsed, cpu, r['step'], r['steps_found'], len(r['steps']))\n"
 )
 LISTING_SNIPPET = (

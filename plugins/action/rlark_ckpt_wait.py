@@ -18,8 +18,8 @@ from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
-from ansible_collections.rlark.ops.plugins.module_utils.gate_wait import wait_for_gate
-from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import wait_for_gate
+from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS, WAIT_OPTIONS
 from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import argument_spec as gate_spec
 
 display = Display()
@@ -38,9 +38,9 @@ def checkpoint_wait(action, args, task_vars, progress=None):
     """Validate ``args`` (the options of rlark_ckpt_wait) and wait on the gate for ``action``'s target host.
 
     Shared with rlark_stop_with_logs, which waits here and then sends the stop in the same call.
-    Returns the last gate result plus the wait fields of ``gate_wait.wait_for_gate``.
+    Returns the last gate result plus the wait fields of ``waiting.wait_for_gate``.
     """
-    spec = gate_spec()
+    spec = {k: v for k, v in gate_spec().items() if k not in WAIT_OPTIONS}  # this action waits with its own options
     spec.update(WAIT_SPEC)
     checked = ArgumentSpecValidator(
         spec, mutually_exclusive=[("path", "s3")], required_one_of=[("path", "s3")]
@@ -74,6 +74,8 @@ def checkpoint_wait(action, args, task_vars, progress=None):
     waited["changed"] = False
     if params["integrity"] != "off" and waited.get("complete") and not waited.get("failed"):
         waited["changed"] = _integrity(action, waited, params, gate_args, in_process, task_vars)
+    if "findings" in waited:
+        waited["problems"] = waited["findings"]  # the name before findings; roles/resume still reads it
     return waited
 
 
@@ -89,7 +91,7 @@ def _integrity(action, waited, params, gate_args, in_process, task_vars):
         if again.get("failed") and "complete" not in again:
             waited.update(failed=True, msg=again.get("msg", "integrity manifest failed"))
             return False
-        for key in ("complete", "problems", "integrity"):
+        for key in ("complete", "findings", "problems", "integrity"):
             if key in again:
                 waited[key] = again[key]
         return bool(again.get("changed"))

@@ -21,7 +21,7 @@ import tempfile
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.action.rlark_ckpt_wait import checkpoint_wait
-from ansible_collections.rlark.ops.plugins.module_utils.gate_wait import not_ready_reason
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import not_ready_reason
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, export_logs, head_pod_name
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec

@@ -6,20 +6,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils import checkpoint_dirs
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dir_guard
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
 
 def planned_checkpoint_location(job, manifest=None, proof=None, object_storage=None, node=None):
-    return checkpoint_dirs.planned_location(plain(job), plain(manifest), plain(proof), plain(object_storage), node)
+    return dir_guard.planned_location(plain(job), plain(manifest), plain(proof), plain(object_storage), node)
 
 
 def checkpoint_reuse_findings(steps, location, job_name, allowed=False):
-    return checkpoint_dirs.reuse_findings(job_name, plain(steps) or [], plain(location), bool(allowed))
+    return dir_guard.reuse_findings(job_name, plain(steps) or [], plain(location), bool(allowed))
 
 
 def original_tree_findings(diff, location):
-    return checkpoint_dirs.tree_findings(plain(diff), plain(location))
+    return dir_guard.tree_findings(plain(diff), plain(location))
 
 
 class FilterModule:

@@ -7,7 +7,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rlark.ops.plugins.module_utils import gate_view, role_verdicts
+from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_summary import summarize as summarize_gate
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS
 
@@ -61,7 +62,7 @@ def checkpoint_wait_options(
 
 
 def gate_summary(result):
-    return gate_view.summarize(plain(result))
+    return summarize_gate(plain(result))
 
 
 def gate_refusal(result, waiting_elsewhere=False):

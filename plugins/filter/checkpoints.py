@@ -1,21 +1,22 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that find a Job's checkpoints and name its steps (logic in module_utils: ckpt_locate, hydra)."""
+"""Filters that find a Job's checkpoints and name its steps (logic in module_utils: checkpoint.location, hydra)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils import ckpt_locate, hydra
+from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import location
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
 
 def checkpoint_location(resource, manifest=None, root=None, object_storage=None):
-    return ckpt_locate.locate(plain(resource), plain(manifest), root or None, plain(object_storage))
+    return location.locate(plain(resource), plain(manifest), root or None, plain(object_storage))
 
 
 def checkpoint_step_dir(container_root, step):
-    return ckpt_locate.step_dir(container_root, step)
+    return location.step_dir(container_root, step)
 
 
 def checkpoint_step_number(path):
@@ -23,11 +24,11 @@ def checkpoint_step_number(path):
 
 
 def without_resume_override(job):
-    return ckpt_locate.without_resume_override(plain(job))
+    return location.without_resume_override(plain(job))
 
 
 def hydra_overrides(script):
-    return ckpt_locate.hydra_overrides(script)
+    return location.hydra_overrides(script)
 
 
 class FilterModule:

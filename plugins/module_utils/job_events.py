@@ -22,7 +22,7 @@ import threading
 import time
 from urllib.parse import urlencode
 
-from ansible_collections.rlark.ops.plugins.module_utils import ckpt_locate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import location as checkpoint_location
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import normalize_options, run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
@@ -310,7 +310,9 @@ class CheckpointPoller:
         uid = _meta(job).get("uid") or job_name(job)
         self.client.deadline = self.client.clock() + self.read_timeout
         tree = read_tree(self.client, job_name(job), job=job)
-        location = ckpt_locate.locate(tree, explicit_root=self.checkpoint_root, object_storage=self.object_storage)
+        location = checkpoint_location.locate(
+            tree, explicit_root=self.checkpoint_root, object_storage=self.object_storage
+        )
         if not location["ok"]:
             self._note(uid, "Job %s: checkpoints not watched: %s" % (job_name(job), location["reason"]))
             return []

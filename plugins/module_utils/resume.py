@@ -18,7 +18,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec
-from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import checkpoint_root
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import checkpoint_root
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import job_name, pvc_claims
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings

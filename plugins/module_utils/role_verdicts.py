@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.rlark.ops.plugins.module_utils import gate_view
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import gate_summary
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, finding
 
 
@@ -17,7 +17,7 @@ def gate_refusal(result, waiting_elsewhere=False):
 
     ``waiting_elsewhere``: a check-mode run at the next checkpoint, which waits for nothing and refuses nothing here.
     """
-    verdict = gate_view.summarize(result or {})
+    verdict = gate_summary.summarize(result or {})
     if waiting_elsewhere or (verdict["complete"] and verdict["newest_complete"]):
         return ""
     waited = "%s " % result.get("wait_msg") if (result or {}).get("timed_out") else ""
@@ -50,7 +50,7 @@ def verify_report(
     after the resume, which must be complete and newer than ``resume_step`` when ``need_next_checkpoint``.
     """
     running, signals, resume = running or {}, signals or {}, resume or {}
-    nxt = gate_view.summarize(next_gate or {})
+    nxt = gate_summary.summarize(next_gate or {})
     errors = [f for f in running.get("findings") or [] if f.get("severity") == "error"]
     ok = bool(running.get("running")) and bool(signals.get("ok")) and not errors
     if mode == "resume":

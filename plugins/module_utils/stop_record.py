@@ -16,7 +16,7 @@ import os
 import re
 
 from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec
-from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import hydra_overrides, parts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import hydra_overrides, parts
 
 NOT_CONFIRMED = "digest not confirmed"
 OUTCOMES = ("stopped", "failed", "refused")

@@ -15,7 +15,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.rlark.ops.plugins.module_utils import jobspec
-from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import parts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import parts
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 from ansible_collections.rlark.ops.plugins.module_utils.placement import matched_nodes_by_task
 from ansible_collections.rlark.ops.plugins.module_utils.query import QueryError, holds

@@ -81,7 +81,7 @@ options:
   step:
     description:
       - The step to judge, or V(latest) for the newest complete step (when the newest step is partial the
-        result says so in RV(problems)).
+        result says so in RV(findings)).
     type: str
     default: latest
   quiet_seconds:
@@ -140,7 +140,32 @@ options:
   fail_when_incomplete:
     description:
       - Fail the task with one paragraph naming the rule that failed and what to do when the chosen step is
-        incomplete. With V(false) the verdict is only returned.
+        incomplete (or, when waiting, the wait timed out). With V(false) the verdict is only returned.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to keep judging, inside this one module run, until the wait condition holds (see O(after_step) and
+        O(newest_complete)); the root is listed again every O(wait_interval) seconds. V(0) judges once.
+      - The result then carries RV(timed_out), RV(wait_for), RV(wait_log) (one line per change of what the gate
+        sees), RV(waited_seconds) and RV(judged_at). Integrity (O(integrity)) is applied once, to the step the
+        wait ended on.
+      - While no C(global_step_*) exists yet the wait goes on; a wrong option fails at once.
+    type: int
+    default: 0
+  wait_interval:
+    description: Seconds between two judgements while waiting.
+    type: float
+    default: 5.0
+  after_step:
+    description:
+      - Wait condition - a complete step newer than this step number (the next checkpoint after a stop was
+        asked for). Setting it turns waiting on even with O(wait_timeout=0) (judged once against the condition).
+    type: int
+  newest_complete:
+    description:
+      - Wait condition - the newest step is complete and quiet (no save running or cut off), as a guarded stop
+        needs. Used only when waiting (O(wait_timeout) above 0 or O(after_step) set).
     type: bool
     default: true
 extends_documentation_fragment:
@@ -191,9 +216,17 @@ EXAMPLES = r"""
     fail_when_incomplete: false
   register: gate
 
+- name: Wait up to 30 minutes, in this one module run, for the next complete checkpoint after step 40
+  rlark.ops.rlark_ckpt_gate:
+    path: /data/rlinf/logs/run1/checkpoints
+    after_step: 40
+    wait_timeout: 1800
+    wait_interval: 30
+  delegate_to: a100-01
+
 - name: Show why it is incomplete
   ansible.builtin.debug:
-    msg: "{{ gate.missing + (gate.problems | map(attribute='message') | list) }}"
+    msg: "{{ gate.missing + (gate.findings | map(attribute='message') | list) }}"
   when: not gate.complete
 """
 
@@ -238,11 +271,47 @@ missing:
   type: list
   elements: str
   sample: [actor/dcp_checkpoint/.metadata]
-problems:
+findings:
   description: Findings (C(id), C(severity), C(path), C(message), C(hint)) of the chosen step and the root.
   returned: always
   type: list
   elements: dict
+problems:
+  description:
+    - The same list as RV(findings), under its name before 0.2; kept for playbooks that read it, to be removed.
+  returned: always
+  type: list
+  elements: dict
+integrity_lists:
+  description:
+    - The Megatron C(integrity.json) files of the chosen step (relative to it). Every file one lists must exist
+      with the listed size (else C(integrity-mismatch) naming the file); with O(integrity=verify) its sha256 is
+      checked too. Paths in an C(integrity.json) are relative to the directory that holds it.
+  returned: always
+  type: list
+  elements: str
+  sample: [actor/iter_0000040/integrity.json]
+timed_out:
+  description: Whether the wait ended because O(wait_timeout) passed.
+  returned: when waiting
+  type: bool
+wait_for:
+  description: What the wait waited for, in words.
+  returned: when waiting
+  type: str
+wait_log:
+  description: One progress line per change of what the gate saw while waiting.
+  returned: when waiting
+  type: list
+  elements: str
+waited_seconds:
+  description: How long the wait took.
+  returned: when waiting
+  type: float
+judged_at:
+  description: Epoch time of the last judgement.
+  returned: when waiting
+  type: float
 files:
   description: Number of files (objects) in the chosen step.
   returned: always
@@ -286,7 +355,7 @@ steps:
       unrecognized names (not walked, C(files) null); with it every directory.
     - Every C(global_step_*) directory found, oldest first, with its verdict (V(complete), V(incomplete),
       V(unverified) when its structure is complete but its payloads were not opened, V(unrecognized) for names
-      such as C(global_step_40_bak)), the reasons, and the step's own C(problems) (findings with C(id) and
+      such as C(global_step_40_bak)), the reasons, and the step's own C(findings) (with C(id) and
       C(severity), e.g. C(write-too-recent) on a step being saved).
   returned: always
   type: list
@@ -296,11 +365,11 @@ steps:
       step: 50
       verdict: incomplete
       reasons: ["missing 1 required entry: actor/dcp_checkpoint/.metadata"]
-      problems: []
+      findings: []
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import S3_ARG_SPEC
@@ -342,6 +411,10 @@ def argument_spec():
         integrity_manifest=dict(type="dict"),
         hash_workers=dict(type="int"),
         fail_when_incomplete=dict(type="bool", default=True),
+        wait_timeout=dict(type="int", default=0),
+        wait_interval=dict(type="float", default=5.0),
+        after_step=dict(type="int"),
+        newest_complete=dict(type="bool", default=True),
     )
 
 
@@ -356,6 +429,64 @@ def open_source(module):
     return source_from_params(module.params)
 
 
+WAIT_OPTIONS = ("wait_timeout", "wait_interval", "after_step", "newest_complete")
+
+
+def judge(module, source, options):
+    """(gate result, why the wait condition does not hold or ''), waiting inside this run when asked."""
+    p = module.params
+    if not p["wait_timeout"] and p["after_step"] is None:
+        return run_gate(source, options), ""
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import normalize_options
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import (
+        not_ready_reason,
+        satisfied,
+        wait_for_gate,
+    )
+
+    normalize_options(options)  # a wrong option fails now, not after the whole wait
+
+    def once():
+        try:
+            return run_gate(source, options)
+        except layouts.LayoutError:
+            raise
+        except layouts.GateError as exc:  # nothing saved yet: keep waiting
+            return {"msg": str(exc)}
+
+    after = -1 if p["after_step"] is None else p["after_step"]
+    wait = dict(newer_than=after, newest_complete=p["newest_complete"])
+    waited = wait_for_gate(once, timeout=p["wait_timeout"], interval=p["wait_interval"], **wait)
+    if "complete" not in waited:  # never got a gate result: nothing saved under the root yet
+        why = "%s %s" % (waited.get("wait_msg", ""), waited.pop("msg", ""))
+        module.fail_json(msg=why.strip(), changed=False, **waited)
+    done, state = satisfied(waited, **wait)
+    if done:
+        return waited, ""
+    if waited["timed_out"]:
+        return waited, not_ready_reason(waited, **wait)
+    return waited, "Waited for %s, not there yet (wait_timeout=%d): %s" % (waited["wait_for"], p["wait_timeout"], state)
+
+
+def apply_integrity(module, source, result):
+    """Write or verify the integrity manifest of the chosen step; True when a manifest was written."""
+    p = module.params
+    if p["integrity"] == "off":
+        return False
+    # hashlib and the thread pool are imported only when asked for: the plain gate stays light to start
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity
+
+    return integrity.apply(
+        source,
+        result,
+        p["integrity"],
+        path=p["integrity_path"],
+        manifest=p["integrity_manifest"],
+        workers=p["hash_workers"],
+        check_mode=module.check_mode,
+    )
+
+
 def main():
     module = AnsibleModule(
         argument_spec=argument_spec(),
@@ -364,24 +495,22 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    if p["hash_workers"] is not None and p["hash_workers"] < 1:
-        module.fail_json(msg="hash_workers must be at least 1, got %d" % p["hash_workers"])
+    for name in ("hash_workers",):
+        if p[name] is not None and p[name] < 1:
+            module.fail_json(msg="%s must be at least 1, got %d" % (name, p[name]))
+    if p["wait_timeout"] < 0 or p["wait_interval"] <= 0:
+        module.fail_json(msg="wait_timeout must not be negative and wait_interval must be above 0")
     try:
         source = open_source(module)
-        result = run_gate(source, {name: p[name] for name in GATE_OPTIONS})
-        changed = integrity.apply(
-            source,
-            result,
-            p["integrity"],
-            path=p["integrity_path"],
-            manifest=p["integrity_manifest"],
-            workers=p["hash_workers"],
-            check_mode=module.check_mode,
-        )
+        result, not_ready = judge(module, source, {name: p[name] for name in GATE_OPTIONS})
+        changed = apply_integrity(module, source, result)
     except layouts.GateError as exc:
         module.fail_json(msg=str(exc), changed=False)
     except OSError as exc:
         module.fail_json(msg="integrity manifest: %s" % exc, changed=False)
+    result["problems"] = result["findings"]  # the name before findings; roles/resume still reads it
+    if not_ready and p["fail_when_incomplete"]:
+        module.fail_json(msg=not_ready, changed=changed, **result)
     if not result["complete"] and p["fail_when_incomplete"]:
         module.fail_json(msg=incomplete_message(result), changed=changed, **result)
     module.exit_json(changed=changed, **result)

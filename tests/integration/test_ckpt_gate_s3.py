@@ -8,9 +8,8 @@ own prefix of one run prefix that is removed at the end.
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-import boto3  # a runtime dependency (requirements.txt): the S3 gate uses it
 import pytest
-from ckpt_gate_support import F, GateError, S3Source, run_gate
+from ckpt_gate_support import F, GateError, S3Source, run_gate, s3_client
 
 pytestmark = pytest.mark.sandbox
 STEP = 40
@@ -34,13 +33,7 @@ CASES = list(cases())
 
 @pytest.fixture(scope="module")
 def s3(sandbox):
-    client = boto3.client(
-        "s3",
-        endpoint_url=sandbox.s3_endpoint,
-        aws_access_key_id=sandbox.s3_access_key,
-        aws_secret_access_key=sandbox.s3_secret_key,
-        region_name="us-east-1",
-    )
+    client = s3_client(sandbox)
     run = "h5-gate-%s/" % uuid.uuid4().hex[:8]
     jobs = []
     for row, case, drop, case_id in CASES:
@@ -94,7 +87,7 @@ def test_latest_picks_newest_complete_and_says_so(sandbox, s3):
     result = run_gate(source(sandbox, prefix), dict(row.gate_params(), quiet_seconds=0, full_report=True))
     F.check_same_verdict(lazy, result)
     assert result["complete"] and result["step"] == 20 and result["newest_step"] == 30
-    notes = [p for p in result["problems"] if p["id"] == "newest-step-incomplete"]
+    notes = [p for p in result["findings"] if p["id"] == "newest-step-incomplete"]
     assert notes and "global_step_30" in notes[0]["message"]
     verdicts = {s["name"]: s["verdict"] for s in result["steps"]}
     assert verdicts == {

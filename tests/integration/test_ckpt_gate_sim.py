@@ -115,7 +115,7 @@ def test_during_a_save_then_after_it(sandbox, api, make_job):
     wait_for(lambda: os.path.exists(os.path.join(dcp, "__0_0.distcp")), what="the first shard of step 2")
 
     during = run_gate(LocalSource(root), {"step": 2, "quiet_seconds": 30})
-    ids = {p["id"] for p in during["problems"]}
+    ids = {p["id"] for p in during["findings"]}
     assert not during["complete"] and during["step"] == 2
     assert "write-too-recent" in ids
     assert "actor/model_state_dict/full_weights.pt" in during["missing"]
@@ -126,7 +126,7 @@ def test_during_a_save_then_after_it(sandbox, api, make_job):
     wait_for(lambda: "Global Step: 2/200" in log_of(sandbox, job), timeout=30, what="save 2 finished")
     time.sleep(1.2)
     after = run_gate(LocalSource(root), {"step": 2, "quiet_seconds": 1, "actor_world_size": 2})
-    assert after["complete"], (after["missing"], after["problems"])
+    assert after["complete"], (after["missing"], after["findings"])
     assert after["runner"] == "embodied" and after["backend"] == "fsdp" and after["missing"] == []
     latest = run_gate(LocalSource(root), {"quiet_seconds": 1})
     assert latest["complete"] and latest["step"] >= 2 and latest["latest_complete_step"] == latest["step"]
@@ -146,7 +146,7 @@ def test_save_killed_by_stop_is_incomplete_for_good(sandbox, api, make_job):
     assert not result["complete"] and result["step"] == 2 and result["latest_complete_step"] is None
     assert "actor/dcp_checkpoint/.metadata" in result["missing"]
     assert "actor/model_state_dict/full_weights.pt" in result["missing"]
-    assert not [p for p in result["problems"] if p["id"] == "write-too-recent"]
+    assert not [p for p in result["findings"] if p["id"] == "write-too-recent"]
 
     # through ansible: the task fails with one paragraph, and keeps failing (nothing writes any more)
     for _attempt in range(2):

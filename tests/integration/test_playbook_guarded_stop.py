@@ -53,7 +53,7 @@ def row(table, job):
 
 
 def gate_problems(run):
-    return [(p["id"], p["severity"], p.get("path", "")) for p in task_result(run, GATE_TASK)["problems"]]
+    return [(p["id"], p["severity"], p.get("path", "")) for p in task_result(run, GATE_TASK)["findings"]]
 
 
 def test_refused_while_a_save_is_recent_then_stopped_after_a_complete_save(running):
@@ -75,7 +75,7 @@ def test_refused_while_a_save_is_recent_then_stopped_after_a_complete_save(runni
     # The newest step is the one being saved: its own findings say why (newest first, an older complete step
     # may be the one the gate reports on).
     newest = {s["step"]: s for s in gate["steps"]}[gate["newest_step"]]
-    recent = [p for p in newest["problems"] if p["id"] == "write-too-recent"]
+    recent = [p for p in newest["findings"] if p["id"] == "write-too-recent"]
     assert [p["severity"] for p in recent] == ["error"], gate_problems(refused)
     ago = int(re.search(r"written (\d+) s ago", recent[0]["message"]).group(1))
     assert ago < QUIET_DURING_SAVES, recent[0]["message"]

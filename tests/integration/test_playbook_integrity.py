@@ -86,9 +86,9 @@ def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbo
         gates = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"]
         assert gates, all_output(refused)[-3000:]
         gate = gates[-1]
-        assert [(p["id"], p["severity"]) for p in gate["problems"] if p["id"].startswith("integrity")] == [
+        assert [(p["id"], p["severity"]) for p in gate["findings"] if p["id"].startswith("integrity")] == [
             ("integrity-mismatch", "error")
-        ], gate["problems"]
+        ], gate["findings"]
         assert victim in all_output(refused)
         assert job_names(sandbox) == before, "a refused resume created a Job"
 

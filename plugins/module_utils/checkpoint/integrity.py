@@ -18,17 +18,17 @@ import json
 import os
 import time
 
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.integrity_schema import (
+    ALGORITHM,
+    ManifestError,
+    manifest_entries,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, finding
 
 SCHEMA = "rlark.ops/integrity/v1"
-ALGORITHM = "sha256"
 CHUNK = 1024 * 1024
 MANIFEST_LIMIT = 256 * 1024 * 1024
 DEFAULT_DIR = "rlark-integrity"  # in the checkpoints root; not global_step_* so RLinf's resume scan ignores it
-
-
-class ManifestError(Exception):
-    """The manifest to verify is missing, unreadable or not an integrity manifest."""
 
 
 def default_workers():
@@ -84,30 +84,6 @@ def build_manifest(source, step_name, workers=None):
         "total_bytes": sum(f["size"] for f in files),
         "files": files,
     }
-
-
-def manifest_entries(manifest):
-    """[(path, size, sha256)] from our schema or a Megatron-style ``integrity.json`` (list or mapping)."""
-    if not isinstance(manifest, dict):
-        raise ManifestError("an integrity manifest is a JSON object with a 'files' list")
-    algorithm = str(manifest.get("algorithm") or ALGORITHM).lower()
-    if algorithm != ALGORITHM:
-        raise ManifestError("the manifest uses %s; only sha256 is supported" % algorithm)
-    files = manifest.get("files")
-    if isinstance(files, dict):
-        files = [dict(v, path=k) if isinstance(v, dict) else {"path": k, "sha256": v} for k, v in files.items()]
-    if not isinstance(files, list) or not files:
-        raise ManifestError("the manifest lists no files")
-    out = []
-    for entry in files:
-        entry = entry if isinstance(entry, dict) else {}
-        path = entry.get("path") or entry.get("relative_path") or entry.get("name")
-        digest = entry.get("sha256")
-        if not isinstance(path, str) or not isinstance(digest, str) or path.startswith("/") or ".." in path.split("/"):
-            raise ManifestError("a manifest entry has no relative path and sha256: %r" % (entry,))
-        size = entry.get("size")
-        out.append((path, size if isinstance(size, int) else None, digest.lower()))
-    return out
 
 
 def read_manifest(path):
@@ -174,6 +150,32 @@ def verify(source, step_name, manifest, workers=None):
     return problems, {"files": len(entries), "bytes": sum(hashed[p][1] for p in to_hash)}
 
 
+def verify_integrity_lists(source, step_name, lists, workers=None):
+    """Findings for every file of a Megatron ``integrity.json`` (the gate checked their sizes) with another sha256."""
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.payloads import integrity_list_entries
+
+    problems = []
+    for rel in lists:
+        try:
+            entries = integrity_list_entries(source, step_name, rel)
+        except (ManifestError, ValueError) as exc:
+            problems.append(finding("integrity-manifest-unreadable", "%s: %s" % (rel, str(exc)[:120]), path=rel))
+            continue
+        hashed = _hash_all(source, step_name, [path for path, _size, _digest in entries], workers or default_workers())
+        for path, _size, digest in entries:
+            if hashed[path][0] != digest:
+                problems.append(
+                    finding(
+                        "integrity-mismatch",
+                        "%s has sha256 %s, %s says %s: the checkpoint is not the one its integrity list describes"
+                        % (path, hashed[path][0], rel, digest),
+                        path=path,
+                        hint="do not resume from this checkpoint; find out what wrote to it after the save",
+                    )
+                )
+    return problems
+
+
 def _mismatch(path, what):
     return finding(
         "integrity-mismatch",
@@ -229,8 +231,12 @@ def apply(source, result, mode, path=None, manifest=None, workers=None, check_mo
         problems, counts = verify(source, step_name, manifest, workers)
     except ManifestError as exc:
         problems, counts = [finding("integrity-manifest-unreadable", str(exc), path=path or "")], {}
+    lists = result.get("integrity_lists") or []
+    if lists:  # the checkpoint's own Megatron integrity.json: hashes too, now that verification was asked for
+        report["integrity_lists"] = list(lists)
+        problems += verify_integrity_lists(source, step_name, lists, workers)
     report.update(counts, status="failed" if problems else "verified", seconds=round(time.time() - start, 3))
     if problems:
         result["complete"] = False
-        result["problems"] = problems + result["problems"]
+        result["findings"] = problems + result["findings"]
     return False

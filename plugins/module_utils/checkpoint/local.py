@@ -16,14 +16,14 @@ import os
 import stat
 import time
 
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import (
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.step_listing import (
     ITER_MARKERS,
     REPLAY_KEPT,
     StepFacts,
     keeps_all,
     shallow_facts,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 

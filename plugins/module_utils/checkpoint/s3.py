@@ -16,8 +16,8 @@ import time
 from contextlib import closing
 
 from ansible_collections.rlark.ops.plugins.module_utils.backoff import Retrying
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.facts import StepFacts, shallow_facts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.step_listing import StepFacts, shallow_facts
 
 RETRY_CODES = frozenset(
     (

@@ -312,8 +312,8 @@ CASE_PROBLEM = {
 
 def check_case(result, row, step, case, drop):
     """The verdict a gate result must give for one matrix case (disk and S3 share it)."""
-    ids = {p["id"] for p in result["problems"]}
-    assert result["complete"] is expected_complete(case), (result["missing"], result["problems"])
+    ids = {p["id"] for p in result["findings"]}
+    assert result["complete"] is expected_complete(case), (result["missing"], result["findings"])
     assert result["step"] == step
     if case == "missing":
         found = any(drop == m or (m.endswith("*.distcp") and drop.endswith(".distcp")) for m in result["missing"])
@@ -346,7 +346,7 @@ def check_same_verdict(lazy, full, named=False):
     """
     for key in VERDICT_KEYS:
         assert lazy[key] == full[key], (key, lazy[key], full[key])
-    assert _timeless(lazy["problems"]) == _timeless(full["problems"])
+    assert _timeless(lazy["findings"]) == _timeless(full["findings"])
     assert lazy["newest_step"] == full["newest_step"]
     if not named or lazy["latest_complete_step"] is not None:
         assert lazy["latest_complete_step"] == full["latest_complete_step"]
@@ -355,7 +355,7 @@ def check_same_verdict(lazy, full, named=False):
         if s["name"] in lazy_steps and s["step"] is not None:
             one = lazy_steps[s["name"]]
             # reasons and a step's own write-too-recent message carry the clock ("written 3 s ago")
-            assert dict(one, reasons=None, problems=_timeless(one["problems"])) == dict(
-                s, reasons=None, problems=_timeless(s["problems"])
+            assert dict(one, reasons=None, findings=_timeless(one["findings"])) == dict(
+                s, reasons=None, findings=_timeless(s["findings"])
             )
             assert len(lazy_steps[s["name"]]["reasons"]) == len(s["reasons"])

@@ -61,7 +61,7 @@ def test_a_marker_without_shard_names_is_no_commit(tmp_path, data, fragment):
     F.write_local(str(tmp_path), "global_step_%d" % STEP, files)
     r = run_gate(LocalSource(str(tmp_path)), dict(ROW.gate_params(), quiet_seconds=120))
     assert not r["complete"]
-    bad = [p for p in r["problems"] if p["id"] == "invalid-dcp-metadata"]
+    bad = [p for p in r["findings"] if p["id"] == "invalid-dcp-metadata"]
     assert bad and bad[0]["severity"] == "error" and bad[0]["path"] == META and fragment in bad[0]["message"]
 
 
@@ -72,8 +72,8 @@ def test_unknown_formats_fall_back_to_the_presence_rules_with_a_warning(tmp_path
     files = [(rel, data if rel == META else content, age) for rel, content, age in F.tree(ROW, STEP, "complete")]
     F.write_local(str(tmp_path), "global_step_%d" % STEP, files)
     r = run_gate(LocalSource(str(tmp_path)), dict(ROW.gate_params(), quiet_seconds=120))
-    assert r["complete"], r["problems"]
-    warn = [p for p in r["problems"] if p["id"] == "dcp-metadata-unverified"]
+    assert r["complete"], r["findings"]
+    warn = [p for p in r["findings"] if p["id"] == "dcp-metadata-unverified"]
     assert warn and warn[0]["severity"] == "warning" and warn[0]["path"] == META
 
 
@@ -91,7 +91,7 @@ def test_a_truncated_shard_names_the_file_and_the_missing_bytes(tmp_path):
     F.write_local(str(tmp_path), "global_step_%d" % STEP, files)
     r = run_gate(LocalSource(str(tmp_path)), dict(ROW.gate_params(), quiet_seconds=120))
     assert not r["complete"] and r["missing"] == []
-    cut = [p for p in r["problems"] if p["id"] == "truncated-shard"]
+    cut = [p for p in r["findings"] if p["id"] == "truncated-shard"]
     assert len(cut) == 1 and cut[0]["severity"] == "error"
     assert cut[0]["path"] == "actor/dcp_checkpoint/__0_0.distcp" and cut[0]["missing_bytes"] == 596
     assert "4500 bytes" in cut[0]["message"] and "5096" in cut[0]["message"]
@@ -114,6 +114,6 @@ def test_torch_dist_shard_truncation(tmp_path):
     row = next(r for r in F.ROWS if r.backend == "megatron_torch_dist")
     F.write_local(str(tmp_path), "global_step_%d" % STEP, F.tree(row, STEP, "shard-truncated"))
     r = run_gate(LocalSource(str(tmp_path)), dict(row.gate_params(), quiet_seconds=120))
-    cut = [p for p in r["problems"] if p["id"] == "truncated-shard"]
+    cut = [p for p in r["findings"] if p["id"] == "truncated-shard"]
     assert not r["complete"] and cut and cut[0]["path"] == "actor/iter_%07d/__1_0.distcp" % STEP
     assert cut[0]["missing_bytes"] == 5

@@ -18,10 +18,10 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layout
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import (
     incomplete_message,
     run_gate,
-    zip_tail_problem,
 )
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError, LayoutError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.payloads import zip_tail_problem
 
 ROW = F.ROWS[0]  # FSDP x embodied, W=2, full weights
 
@@ -44,7 +44,7 @@ def test_latest_skips_a_partial_newest_step_and_says_so(tmp_path):
     r = gate(tmp_path, full_report=True)
     F.check_same_verdict(lazy, r)
     assert r["complete"] and r["step"] == 20 and r["latest_complete_step"] == 20 and r["newest_step"] == 30
-    note = [p for p in r["problems"] if p["id"] == "newest-step-incomplete"]
+    note = [p for p in r["findings"] if p["id"] == "newest-step-incomplete"]
     assert note and "global_step_30" in note[0]["message"] and note[0]["severity"] == "warning"
     assert r["checkpoint"].endswith("global_step_20")
     verdicts = {s["name"]: s["verdict"] for s in r["steps"]}
@@ -77,7 +77,7 @@ def test_odd_names_are_reported_never_parsed(tmp_path):
     verdicts = {s["name"]: s["verdict"] for s in r["steps"]}
     assert verdicts["global_step_40_bak"] == "unrecognized" and verdicts["global_step_"] == "unrecognized"
     assert "best_model" not in verdicts
-    assert {p["path"] for p in r["problems"] if p["id"] == "unrecognized-step-name"} == {
+    assert {p["path"] for p in r["findings"] if p["id"] == "unrecognized-step-name"} == {
         "global_step_40_bak",
         "global_step_",
     }
@@ -147,7 +147,7 @@ def test_unreadable_subdirectory_makes_the_step_incomplete(tmp_path, monkeypatch
     r = gate(tmp_path)
     assert not r["complete"]
     assert any(
-        p["id"] == "unreadable" and "permission denied reading %s" % target in p["message"] for p in r["problems"]
+        p["id"] == "unreadable" and "permission denied reading %s" % target in p["message"] for p in r["findings"]
     )
 
 
@@ -180,7 +180,7 @@ def test_world_size_with_holes_asks_for_the_parameter(tmp_path):
     F.write_local(str(tmp_path), "global_step_10", files)
     r = run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120})
     assert not r["complete"]
-    amb = [p for p in r["problems"] if p["id"] == "world-size-ambiguous"]
+    amb = [p for p in r["findings"] if p["id"] == "world-size-ambiguous"]
     assert amb and "actor_world_size" in amb[0]["hint"]
     assert "Pass the parameter" in incomplete_message(r)
 
@@ -194,7 +194,7 @@ def test_stale_shards_from_a_larger_run_with_an_old_marker(tmp_path):
     new_shards = [f for f in F.tree(small, 10, "complete") if f[0].endswith(".distcp")]
     F.write_local(str(tmp_path), "global_step_10", new_shards)
     r = run_gate(LocalSource(str(tmp_path)), {"actor_world_size": 2, "full_weights": False, "quiet_seconds": 120})
-    ids = {p["id"] for p in r["problems"]}
+    ids = {p["id"] for p in r["findings"]}
     assert not r["complete"] and {"stale-marker", "stale-shards"} <= ids
     r = run_gate(LocalSource(str(tmp_path)), {"full_weights": False, "quiet_seconds": 120})
     assert not r["complete"]
@@ -216,7 +216,7 @@ def test_megatron_two_part_names_need_pp_or_ep(tmp_path):
     F.write_local(str(tmp_path), "global_step_10", F.tree(row, 10, "complete"))
     r = run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120})
     assert not r["complete"]
-    assert [p for p in r["problems"] if p["id"] == "parallel-layout-ambiguous"]
+    assert [p for p in r["findings"] if p["id"] == "parallel-layout-ambiguous"]
     assert run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120, "pipeline_parallel": 2})["complete"]
     # the same names read as expert ranks describe another grid: the pipeline files are then stale/missing
     r = run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120, "expert_parallel": 2, "pipeline_parallel": 1})
@@ -227,7 +227,7 @@ def test_megatron_extra_tp_ranks_are_stale_not_counted(tmp_path):
     row = F.ROWS[13]  # Megatron coding TP2 PP2 EP2
     F.write_local(str(tmp_path), "global_step_10", F.tree(row, 10, "stale-shards"))
     r = run_gate(LocalSource(str(tmp_path)), dict(row.gate_params(), quiet_seconds=120))
-    assert r["complete"] and [p for p in r["problems"] if p["id"] == "stale-shards"]
+    assert r["complete"] and [p for p in r["findings"] if p["id"] == "stale-shards"]
     r = run_gate(LocalSource(str(tmp_path)), dict(row.gate_params(), quiet_seconds=120, tensor_parallel=3))
     assert not r["complete"] and any("mp_rank_02_001_000" in m for m in r["missing"])
 
@@ -247,7 +247,7 @@ def test_invalid_json_marker(tmp_path):
     ]
     F.write_local(str(tmp_path), "global_step_10", files)
     r = run_gate(LocalSource(str(tmp_path)), dict(row.gate_params(), quiet_seconds=120))
-    assert not r["complete"] and [p for p in r["problems"] if p["id"] == "invalid-json"]
+    assert not r["complete"] and [p for p in r["findings"] if p["id"] == "invalid-json"]
 
 
 def test_zip_tail_checks():
@@ -296,7 +296,7 @@ def test_infer_grid():
 def test_missing_entries_are_also_a_finding_and_the_message_says_them_once(tmp_path):
     seed(tmp_path, (10, "marker-missing"))
     r = gate(tmp_path)
-    found = [p for p in r["problems"] if p["id"] == "missing-entries"]
+    found = [p for p in r["findings"] if p["id"] == "missing-entries"]
     assert found and found[0]["severity"] == "error" and "full_weights.pt" in found[0]["message"]
     msg = incomplete_message(r)
     assert "1 required entry is missing (actor/model_state_dict/full_weights.pt)" in msg
@@ -307,7 +307,7 @@ def test_parallel_sizes_on_a_detected_fsdp_step_are_a_warning(tmp_path):
     seed(tmp_path, (10, "complete"))
     r = run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120, "tensor_parallel": 2})
     assert r["complete"] and r["backend"] == "fsdp"
-    assert [p["severity"] for p in r["problems"] if p["id"] == "parallel-sizes-ignored"] == ["warning"]
+    assert [p["severity"] for p in r["findings"] if p["id"] == "parallel-sizes-ignored"] == ["warning"]
 
 
 def test_newest_first_walks_only_the_newest_complete_step(tmp_path):

@@ -50,7 +50,7 @@ def test_matrix_on_disk(tmp_path, row, case, drop):
     F.check_same_verdict(gate(tmp_path, row, **latest), gate(tmp_path, row, full_report=True, **latest))
     assert result["checkpoint"] == os.path.join(str(tmp_path), "global_step_%d" % STEP)
     if case == "too-recent":
-        assert {p["id"] for p in result["problems"]} == {"write-too-recent"}
+        assert {p["id"] for p in result["findings"]} == {"write-too-recent"}
     summary = {s["step"]: s for s in result["steps"]}
     assert summary[STEP - 20]["verdict"] in ("complete", "unverified")
     assert result["latest_complete_step"] == (STEP if result["complete"] else STEP - 20)
@@ -64,7 +64,7 @@ def test_auto_detection_of_complete_rows(tmp_path, row):
     if row.megatron and (row.pp > 1 or row.ep > 1) and not (row.pp > 1 and row.ep > 1):
         extra["pipeline_parallel"] = row.pp
     result = run_gate(LocalSource(str(tmp_path)), dict(extra, quiet_seconds=120, full_weights=row.full_weights))
-    assert result["complete"], result["problems"]
+    assert result["complete"], result["findings"]
     family = {"agent": "reasoning", "offline": "embodied", "coding": "embodied"}.get(row.runner, row.runner)
     if row.megatron and row.runner == "sft":
         family = "sft"
@@ -87,14 +87,14 @@ def test_stale_shards_without_world_size_are_refused_as_ambiguous(tmp_path, row)
         LocalSource(str(tmp_path)), {"runner": row.runner, "quiet_seconds": 120, "full_weights": row.full_weights}
     )
     assert not result["complete"]
-    assert [(p["id"], p["severity"]) for p in result["problems"]] == [("world-size-ambiguous", "error")]
-    assert "ranks >= %d are far older than the others" % row.world in result["problems"][0]["message"]
+    assert [(p["id"], p["severity"]) for p in result["findings"]] == [("world-size-ambiguous", "error")]
+    assert "ranks >= %d are far older than the others" % row.world in result["findings"][0]["message"]
     given = run_gate(
         LocalSource(str(tmp_path)),
         {"runner": row.runner, "quiet_seconds": 120, "full_weights": row.full_weights, "actor_world_size": row.world},
     )
-    assert given["complete"] and given["world_size"] == row.world, given["problems"]
-    assert "stale-shards" in {p["id"] for p in given["problems"]}
+    assert given["complete"] and given["world_size"] == row.world, given["findings"]
+    assert "stale-shards" in {p["id"] for p in given["findings"]}
 
 
 def test_marker_missing_without_parameters_is_incomplete(tmp_path):

@@ -71,7 +71,7 @@ def test_a_flipped_byte_fails_the_check(root):
     os.utime(target, (stat.st_atime, stat.st_mtime))  # same size, same mtime: only the content tells
     result, _w = gate(root, "verify")
     assert not result["complete"] and result["integrity"]["status"] == "failed"
-    bad = [p for p in result["problems"] if p["id"] == "integrity-mismatch"]
+    bad = [p for p in result["findings"] if p["id"] == "integrity-mismatch"]
     assert len(bad) == 1 and bad[0]["path"] == "actor/big.bin" and bad[0]["severity"] == "error"
 
 
@@ -85,7 +85,7 @@ def test_a_removed_or_resized_file_is_named(root):
         fh.write(b"x")
     os.utime(shard, (stat.st_atime, stat.st_mtime))  # still quiet: the gate passes, the manifest does not
     result, _w = gate(root, "verify")
-    bad = {p["path"]: p["message"] for p in result["problems"] if p["id"] == "integrity-mismatch"}
+    bad = {p["path"]: p["message"] for p in result["findings"] if p["id"] == "integrity-mismatch"}
     assert set(bad) == {"actor/big.bin", "actor/dcp_checkpoint/__0_0.distcp"}
     assert "no longer exists" in bad["actor/big.bin"] and "49 bytes" in bad["actor/dcp_checkpoint/__0_0.distcp"]
 
@@ -94,7 +94,7 @@ def test_megatron_style_mapping_is_read(root):
     step_dir = root / ("global_step_%d" % STEP)
     files = {"actor/big.bin": {"size": os.path.getsize(step_dir / "actor/big.bin"), "sha256": "0" * 64}}
     result, _w = gate(root, "verify", manifest={"files": files})
-    bad = [p for p in result["problems"] if p["id"] == "integrity-mismatch"]
+    bad = [p for p in result["findings"] if p["id"] == "integrity-mismatch"]
     assert not result["complete"] and len(bad) == 1 and "has sha256" in bad[0]["message"]
 
 
@@ -104,13 +104,13 @@ def test_megatron_style_mapping_is_read(root):
 )
 def test_a_bad_manifest_is_a_refusal(root, manifest, fragment):
     result, _w = gate(root, "verify", manifest=manifest)
-    bad = [p for p in result["problems"] if p["id"] == "integrity-manifest-unreadable"]
+    bad = [p for p in result["findings"] if p["id"] == "integrity-manifest-unreadable"]
     assert not result["complete"] and bad and fragment in bad[0]["message"]
 
 
 def test_missing_manifest_file_is_a_refusal(root):
     result, _w = gate(root, "verify")
-    bad = [p for p in result["problems"] if p["id"] == "integrity-manifest-unreadable"]
+    bad = [p for p in result["findings"] if p["id"] == "integrity-manifest-unreadable"]
     assert not result["complete"] and "cannot read the integrity manifest" in bad[0]["message"]
 
 

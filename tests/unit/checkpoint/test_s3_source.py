@@ -159,7 +159,7 @@ def test_server_clock_decides_the_quiet_period():
     r = run_gate(
         S3Source("b", "c", client=FakeS3(objs), retrying=retry), dict(F.ROWS[0].gate_params(), quiet_seconds=7300)
     )
-    assert not r["complete"] and [p for p in r["problems"] if p["id"] == "write-too-recent"]
+    assert not r["complete"] and [p for p in r["findings"] if p["id"] == "write-too-recent"]
 
 
 def test_prefix_forms():

@@ -4,7 +4,8 @@
 
 import os
 
-from ansible_collections.rlark.ops.plugins.module_utils import checkpoint_dirs, resume
+from ansible_collections.rlark.ops.plugins.module_utils import resume
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dir_guard
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
     local_tree,
     step_names,
@@ -41,7 +42,7 @@ def test_tree_diff_sees_change_vanish_and_appear(tmp_path):
     assert diff["changed"] == ["global_step_3/actor/b.pt"]
     assert diff["vanished"] == ["global_step_6/actor/c.pt"]
     assert diff["appeared"] == ["global_step_9", "global_step_9/actor", "global_step_9/actor/d.pt"]
-    [found] = checkpoint_dirs.tree_findings(diff, HOST)
+    [found] = dir_guard.tree_findings(diff, HOST)
     assert found["id"] == "resume-original-changed" and found["severity"] == "error"
     assert "global_step_9/actor/d.pt" in found["message"] and "a100-01" in found["message"]
     # Without hashes the rewrite with the same size and mtime is invisible: the size/mtime proof is the default.
@@ -54,11 +55,11 @@ def test_missing_root_is_an_empty_tree(tmp_path):
 
 
 def test_reuse_guard_is_an_error_unless_acknowledged():
-    assert checkpoint_dirs.reuse_findings("j", [], HOST) == []
-    [err] = checkpoint_dirs.reuse_findings("j", ["global_step_%d" % i for i in range(1, 8)], HOST)
+    assert dir_guard.reuse_findings("j", [], HOST) == []
+    [err] = dir_guard.reuse_findings("j", ["global_step_%d" % i for i in range(1, 8)], HOST)
     assert (err["id"], err["severity"]) == ("checkpoint-dir-reuse", "error")
     assert "and 2 more" in err["message"] and "rlark_allow_checkpoint_dir_reuse" in err["hint"]
-    [warn] = checkpoint_dirs.reuse_findings("j", ["global_step_1"], HOST, allowed=True)
+    [warn] = dir_guard.reuse_findings("j", ["global_step_1"], HOST, allowed=True)
     assert warn["severity"] == "warning"
 
 
@@ -73,11 +74,11 @@ def job(script, node_in_status=False):
 
 def test_planned_location_takes_the_proven_head_node():
     proof = {"tasks": [{"name": "actor", "matches": [{"name": "a100-01"}]}]}
-    loc = checkpoint_dirs.planned_location(
+    loc = dir_guard.planned_location(
         job("python t.py runner.logger.log_path=/data/l runner.logger.experiment_name=e"), proof=proof
     )
     assert loc["ok"] and loc["node"] == "a100-01" and loc["host_path"] == "/srv/l/e/checkpoints"
-    assert not checkpoint_dirs.planned_location(
+    assert not dir_guard.planned_location(
         job("python t.py runner.logger.log_path=/data/l runner.logger.experiment_name=e")
     )["ok"]
 
@@ -94,7 +95,7 @@ def test_resume_copy_writes_elsewhere_and_the_review_sees_the_source():
     new["spec"]["tasks"][0]["runScript"] += " actor.lr=9"
     assert "actor.lr=9" in resume.review_view(new, src)["job"]["spec"]["tasks"][0]["runScript"]
     assert view["resume_dirs"] == ["/data/o/e1/checkpoints/global_step_4"] and view["experiment"] == "src-r4"
-    loc = checkpoint_dirs.planned_location(new, node="a100-01")
+    loc = dir_guard.planned_location(new, node="a100-01")
     assert loc["container_root"] == "/data/o/src-r4/checkpoints"
     # Only a log dir given: the experiment key is added next to it, and the review drops it again.
     src = job("python t.py runner.logger.log_path=/data/l")

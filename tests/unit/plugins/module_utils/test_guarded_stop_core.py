@@ -10,7 +10,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.rlark.ops.plugins.filter import guarded_stop as gs_filters
-from ansible_collections.rlark.ops.plugins.module_utils import access, gate_wait, stop_logs, stop_record
+from ansible_collections.rlark.ops.plugins.module_utils import access, stop_logs, stop_record
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import waiting
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused
 from rlark_fake_api import FakeApi, FakeClock, job, make_client
@@ -192,7 +193,7 @@ def gate(newest, latest, complete=True):
 def test_gate_wait_next_checkpoint_waits_for_a_newer_complete_step():
     results = iter([gate(6, 3, False), gate(6, 3, False), gate(6, 6)])
     clock = FakeClock()
-    out = gate_wait.wait_for_gate(lambda: next(results), newer_than=3, timeout=30, interval=0.5, clock=clock)
+    out = waiting.wait_for_gate(lambda: next(results), newer_than=3, timeout=30, interval=0.5, clock=clock)
     assert not out["timed_out"] and out["latest_complete_step"] == 6
     assert "newer than global_step_3" in out["wait_for"]
     assert len(out["wait_log"]) == 2 and "global_step_6" in out["wait_log"][-1]
@@ -205,7 +206,7 @@ def test_gate_wait_timeout_says_what_was_awaited():
         clock.now += 1
         return gate(6, 3, False)
 
-    out = gate_wait.wait_for_gate(judge, newer_than=-1, newest_complete=True, timeout=3, interval=1, clock=clock)
+    out = waiting.wait_for_gate(judge, newer_than=-1, newest_complete=True, timeout=3, interval=1, clock=clock)
     assert out["timed_out"] and "newest checkpoint to be complete" in out["wait_msg"]
     assert "Timed out after 3s" in out["wait_msg"] and "missing 2 required entries" in out["wait_msg"]
 
@@ -217,16 +218,16 @@ def test_not_ready_reason_lets_only_the_awaited_checkpoint_through():
         clock.now += 1
         return gate(6, 3, False)
 
-    waited = gate_wait.wait_for_gate(judge, newer_than=3, timeout=2, interval=1, clock=clock)
-    reason = gate_wait.not_ready_reason(waited, newer_than=3)
+    waited = waiting.wait_for_gate(judge, newer_than=3, timeout=2, interval=1, clock=clock)
+    reason = waiting.not_ready_reason(waited, newer_than=3)
     assert reason.startswith("Timed out after 2s") and "newer than global_step_3" in reason
     assert "missing 2 required entries" in reason
-    assert gate_wait.not_ready_reason(gate(6, 6), newer_than=3) == ""
-    assert gate_wait.not_ready_reason(gate(6, 3), newer_than=3, newest_complete=False) != ""
+    assert waiting.not_ready_reason(gate(6, 6), newer_than=3) == ""
+    assert waiting.not_ready_reason(gate(6, 3), newer_than=3, newest_complete=False) != ""
 
 
 def test_gate_wait_judge_once_is_no_timeout():
-    out = gate_wait.wait_for_gate(lambda: gate(6, 3, False), timeout=0, clock=FakeClock())
+    out = waiting.wait_for_gate(lambda: gate(6, 3, False), timeout=0, clock=FakeClock())
     assert out["timed_out"] is False and out["newest_step"] == 6
 
 

@@ -113,7 +113,7 @@ def test_checkpoint_poller_reports_complete_once_and_a_dead_save(tmp_path, monke
     poller = E.CheckpointPoller(object(), gate_options={"quiet_seconds": 5, "verify_payloads": False})
     location = {"ok": True, "kind": "local"}
     monkeypatch.setattr(E, "read_tree", lambda client, name, job=None: {"job": job, "tasks": [], "pods": []})
-    monkeypatch.setattr(E.ckpt_locate, "locate", lambda tree, **kw: location)
+    monkeypatch.setattr(E.checkpoint_location, "locate", lambda tree, **kw: location)
     monkeypatch.setattr(poller, "source_for", lambda job, loc: E.LocalSource(str(root)))
     poller.client = type("C", (), {"clock": staticmethod(lambda: 0.0), "deadline": 0})()
     step(2, True, 60)

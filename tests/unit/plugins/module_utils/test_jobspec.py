@@ -3,7 +3,8 @@
 """jobspec.py: one head rule for every caller, a walk that tolerates any malformed level."""
 
 import pytest
-from ansible_collections.rlark.ops.plugins.module_utils import ckpt_locate, jobspec, resume, stop_record
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec, resume, stop_record
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import location as ckpt_locate
 
 
 def _task(name, head=None, containers=None, replicas=None):

@@ -4,14 +4,13 @@
 
 import pytest
 from ansible_collections.rlark.ops.plugins.module_utils import (
-    ckpt_locate,
-    gate_view,
     placement,
     stop_record,
     stop_summary,
     verify,
 )
 from ansible_collections.rlark.ops.plugins.module_utils import query as q
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import gate_summary, location
 
 
 def job(run_script="", mounts=None, volumes=None, storage_map=None, image="reg/x@sha256:" + "a" * 64):
@@ -146,11 +145,11 @@ def test_hostpath_unreachable_host_is_a_finding():
 # ---------------------------------------------------------------- checkpoint location
 def test_locate_hostpath_on_head_pod_node():
     res = {"job": job(SCRIPT, HOST_MOUNT, HOST_VOL), "pods": [pod("demo-actor", "demo-actor-0", "a100-01")]}
-    loc = ckpt_locate.locate(res)
+    loc = location.locate(res)
     assert loc["ok"] and loc["kind"] == "hostPath" and loc["node"] == "a100-01"
     assert loc["container_root"] == "/data/rlinf/logs/demo/checkpoints"
     assert loc["host_path"] == "/data/rlinf/logs/demo/checkpoints"
-    assert ckpt_locate.step_dir(loc["container_root"], 12) == "/data/rlinf/logs/demo/checkpoints/global_step_12"
+    assert location.step_dir(loc["container_root"], 12) == "/data/rlinf/logs/demo/checkpoints/global_step_12"
 
 
 def test_locate_object_storage_and_refusals():
@@ -158,26 +157,26 @@ def test_locate_object_storage_and_refusals():
     vols = [{"name": "ckpt", "persistentVolumeClaim": {"claimName": "c1"}}]
     script = "python t.py runner.output_dir=/ckpt/runs runner.experiment_name=e1"
     s3 = {"rlark-s3": {"bucket": "checkpoints", "endpoint_url": "http://127.0.0.1:1"}}
-    loc = ckpt_locate.locate({"job": job(script, mounts, vols, {"c1": "rlark-s3"})}, object_storage=s3)
+    loc = location.locate({"job": job(script, mounts, vols, {"c1": "rlark-s3"})}, object_storage=s3)
     assert loc["ok"] and loc["kind"] == "s3" and loc["s3"]["prefix"] == "runs/e1/checkpoints"
-    plain_pvc = ckpt_locate.locate({"job": job(script, mounts, vols, {"c1": "local-path"})}, object_storage=s3)
+    plain_pvc = location.locate({"job": job(script, mounts, vols, {"c1": "local-path"})}, object_storage=s3)
     assert not plain_pvc["ok"] and plain_pvc["kind"] == "pvc"
-    container = ckpt_locate.locate({"job": job(script)})
+    container = location.locate({"job": job(script)})
     assert not container["ok"] and container["kind"] == "container" and "disappears" in container["reason"]
-    unknown = ckpt_locate.locate({"job": job("python t.py")})
+    unknown = location.locate({"job": job("python t.py")})
     assert not unknown["ok"] and "unknown" in unknown["reason"]
 
 
 def test_run_script_wins_over_manifest_root_and_last_override_wins():
     # A word quoted as a whole reaches Hydra unquoted; non-runner keys are not returned.
-    assert ckpt_locate.hydra_overrides("a runner.x=1 +runner.x=2 'runner.y=3' actor.z=4") == {
+    assert location.hydra_overrides("a runner.x=1 +runner.x=2 'runner.y=3' actor.z=4") == {
         "runner.x": "2",
         "runner.y": "3",
     }
     manifest = {"checkpoint": {"root": "/data/rlinf/other"}}
-    loc = ckpt_locate.locate({"job": job(SCRIPT, HOST_MOUNT, HOST_VOL)}, manifest=manifest)
+    loc = location.locate({"job": job(SCRIPT, HOST_MOUNT, HOST_VOL)}, manifest=manifest)
     assert loc["container_root"] == "/data/rlinf/logs/demo/checkpoints" and loc["source"].startswith("runner.logger")
-    loc = ckpt_locate.locate({"job": job("python t.py", HOST_MOUNT, HOST_VOL)}, manifest=manifest)
+    loc = location.locate({"job": job("python t.py", HOST_MOUNT, HOST_VOL)}, manifest=manifest)
     assert loc["container_root"] == "/data/rlinf/other" and loc["source"].startswith("launch manifest")
 
 
@@ -254,16 +253,16 @@ def test_gate_summary_requires_the_newest_step_complete():
             {"step": 9, "verdict": "incomplete", "reasons": ["write too recent"]},
         ],
     }
-    v = gate_view.summarize(partial)
+    v = gate_summary.summarize(partial)
     assert v["complete"] and not v["newest_complete"] and "global_step_9" in v["reason"] and "too recent" in v["reason"]
-    done = gate_view.summarize({"complete": True, "step": 9, "newest_step": 9, "latest_complete_step": 9})
+    done = gate_summary.summarize({"complete": True, "step": 9, "newest_step": 9, "latest_complete_step": 9})
     assert done["newest_complete"] and not done["reason"]
-    assert not gate_view.summarize({"skipped": True})["ran"]
+    assert not gate_summary.summarize({"skipped": True})["ran"]
 
 
 def test_stop_record_items_and_unconfirmed_digest():
     res = {"job": job(SCRIPT, HOST_MOUNT, HOST_VOL, image="reg/x:v1")}
-    loc = ckpt_locate.locate(dict(res, pods=[pod("demo-actor", "demo-actor-0", "a100-01")]))
+    loc = location.locate(dict(res, pods=[pod("demo-actor", "demo-actor-0", "a100-01")]))
     manifest = {
         "code": {"repo": "r", "ref": "abc"},
         "data": {"location": "/d", "version": "v3"},

@@ -25,7 +25,9 @@ RESULT_KEYS = {
     "runner",
     "backend",
     "missing",
+    "findings",
     "problems",
+    "integrity_lists",
     "files",
     "bytes",
     "newest_mtime",
@@ -168,3 +170,48 @@ def test_integrity_write_then_verify_through_the_module(tmp_path, capsys):
         "actor/dcp_checkpoint/__1_0.distcp"
     ]
     assert "do not resume from it" in bad["msg"]
+
+
+def test_the_alias_problems_is_the_findings_list(tmp_path, capsys):
+    seed(tmp_path, (10, "complete"), (20, "marker-missing"))
+    r = run({"path": str(tmp_path), "actor_world_size": 2}, capsys)
+    assert r["problems"] == r["findings"] and [p["id"] for p in r["findings"]] == ["newest-step-incomplete"]
+
+
+def test_after_step_not_reached_fails_naming_what_was_awaited(tmp_path, capsys):
+    seed(tmp_path, (10, "complete"))
+    r = run({"path": str(tmp_path), "actor_world_size": 2, "after_step": 10}, capsys)
+    assert r["_rc"] == 1 and r["failed"] and r["complete"]
+    assert "a complete checkpoint newer than global_step_10" in r["msg"], r["msg"]
+    assert r["timed_out"] is False and r["wait_for"].startswith("a complete checkpoint newer than global_step_10")
+
+
+def test_the_wait_inside_the_module_ends_when_the_next_step_is_complete(tmp_path, capsys, monkeypatch):
+    """The gate polls in-process: the next complete step appears between two judgements, no module re-run."""
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import gate
+
+    seed(tmp_path, (10, "complete"))
+    calls = []
+    real = gate.run_gate
+
+    def judged(source, options):
+        calls.append(1)
+        if len(calls) == 2:  # the trainer finishes the next save while the module waits
+            seed(tmp_path, (20, "complete"))
+        return real(source, options)
+
+    monkeypatch.setattr(rlark_ckpt_gate, "run_gate", judged)
+    args = {"path": str(tmp_path), "actor_world_size": 2, "after_step": 10, "wait_timeout": 600}
+    r = run(dict(args, wait_interval=0.01), capsys)
+    assert r["_rc"] == 0 and r["complete"] and r["step"] == 20 and r["latest_complete_step"] == 20
+    assert r["timed_out"] is False and len(calls) == 2 and r["wait_log"]
+
+
+def test_waiting_before_anything_was_saved_times_out_with_the_reason(tmp_path, capsys):
+    r = run({"path": str(tmp_path), "wait_timeout": 1, "wait_interval": 0.05}, capsys)
+    assert r["_rc"] == 1 and r["failed"] and "no global_step_* directory" in r["msg"], r["msg"]
+
+
+def test_a_wrong_option_fails_before_waiting(tmp_path, capsys):
+    r = run({"path": str(tmp_path), "wait_timeout": 600, "step": "x"}, capsys)
+    assert r["_rc"] == 1 and "step must be a number or 'latest'" in r["msg"]

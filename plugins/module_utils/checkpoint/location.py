@@ -78,6 +78,17 @@ def head_pod_node(job, tasks, pods):
     return None
 
 
+def _covering_mount(head, root):
+    """(mountPath, volumeMount) of the head's main container's deepest mount that holds ``root``, or None."""
+    best = None
+    for m in jobspec.main_container(head).get("volumeMounts") or []:
+        mp = (m.get("mountPath") or "").rstrip("/") or "/"
+        covers = root == mp or root.startswith(mp.rstrip("/") + "/")
+        if covers and (best is None or len(mp) > len(best[0])):
+            best = (mp, m)
+    return best
+
+
 def locate(resource, manifest=None, explicit_root=None, object_storage=None):
     """Where the checkpoints of one Job live.
 
@@ -105,12 +116,7 @@ def locate(resource, manifest=None, explicit_root=None, object_storage=None):
         return out
     head = head_template(job)
     spec = jobspec.pod_spec(head)
-    best = None
-    for m in jobspec.main_container(head).get("volumeMounts") or []:
-        mp = (m.get("mountPath") or "").rstrip("/") or "/"
-        covers = root == mp or root.startswith(mp.rstrip("/") + "/")
-        if covers and (best is None or len(mp) > len(best[0])):
-            best = (mp, m)
+    best = _covering_mount(head, root)
     if best is None:
         out["kind"] = "container"
         out["reason"] = (

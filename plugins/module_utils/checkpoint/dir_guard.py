@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils.ckpt_locate import head_template, locate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import head_template, locate
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding
 from ansible_collections.rlark.ops.plugins.module_utils.placement import matched_nodes_by_task
 
@@ -21,7 +21,7 @@ LISTED = 5
 
 
 def planned_location(job, manifest=None, proof=None, object_storage=None, node=None):
-    """Where a Job that does not run yet will write: :func:`ckpt_locate.locate` with the head node from
+    """Where a Job that does not run yet will write: :func:`location.locate` with the head node from
     ``node`` or the selector proof (the head task matches exactly one node)."""
     out = locate({"job": job or {}}, manifest, None, object_storage)
     if out["kind"] == "hostPath" and not out["node"]:

@@ -18,6 +18,11 @@ def _reasons(result, step):
     return []
 
 
+def _findings(result):
+    """The gate's findings (``problems`` in results of collection versions before the rename)."""
+    return result.get("findings") or result.get("problems") or []
+
+
 def summarize(result):
     """``{ran, complete, step, newest_step, newest_complete, latest_complete_step, reason, ...}``."""
     result = result or {}
@@ -40,13 +45,13 @@ def summarize(result):
     if newest is None:
         reason = "no global_step_* checkpoint found under %s" % (result.get("checkpoint") or "the checkpoint root")
     elif not newest_complete:
-        why = _reasons(result, newest) or [p.get("message", "") for p in result.get("problems") or []]
+        why = _reasons(result, newest) or [p.get("message", "") for p in _findings(result)]
         reason = "the newest checkpoint global_step_%s is incomplete (a save is running or was cut off): %s" % (
             newest,
             "; ".join(r for r in why if r) or "see the gate result",
         )
     elif not complete:
-        reason = "; ".join(p.get("message", "") for p in result.get("problems") or []) or "incomplete"
+        reason = "; ".join(p.get("message", "") for p in _findings(result)) or "incomplete"
     return {
         "ran": True,
         "complete": complete,

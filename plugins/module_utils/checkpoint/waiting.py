@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.rlark.ops.plugins.module_utils.gate_view import summarize
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_summary import summarize
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
 
 

@@ -1,0 +1,69 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gate's options: defaults and one clear message for each bad value (raised as ``LayoutError``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
+
+DEFAULTS = {
+    "runner": L.AUTO,
+    "backend": L.AUTO,
+    "actor_world_size": None,
+    "tensor_parallel": None,
+    "pipeline_parallel": None,
+    "expert_parallel": None,
+    "critic": None,
+    "full_weights": True,
+    "step": "latest",
+    "quiet_seconds": 120,
+    "verify_payloads": True,
+    "full_report": False,
+}
+PARALLEL_SIZES = ("actor_world_size", "tensor_parallel", "pipeline_parallel", "expert_parallel")
+
+
+def normalize_options(options):
+    """Fill defaults and reject bad input with one clear message (raises ``GateError``)."""
+    opts = dict(DEFAULTS)
+    opts.update({k: v for k, v in (options or {}).items() if v is not None})
+    if opts["runner"] not in (*L.RUNNERS, L.AUTO):
+        raise L.LayoutError("unknown runner %r; expected one of %s or auto" % (opts["runner"], ", ".join(L.RUNNERS)))
+    if opts["backend"] not in (*L.BACKENDS, L.AUTO):
+        raise L.LayoutError("unknown backend %r; expected one of %s or auto" % (opts["backend"], ", ".join(L.BACKENDS)))
+    opts["step"] = _step(opts["step"])
+    for name in PARALLEL_SIZES:
+        if opts[name] is not None and opts[name] < 1:
+            raise L.LayoutError("%s must be at least 1, got %s" % (name, opts[name]))
+    if opts["quiet_seconds"] < 0:
+        raise L.LayoutError("quiet_seconds must not be negative")
+    if opts["runner"] != L.AUTO and opts["backend"] != L.AUTO:
+        L.check_combination(opts["runner"], opts["backend"])
+    if opts["backend"] != L.AUTO:
+        L.validate_parallel(opts["backend"], *(opts[name] for name in PARALLEL_SIZES))
+    _check_critic(opts)
+    return opts
+
+
+def _step(step):
+    """``latest`` or a non-negative step number (a digit string is taken as a number)."""
+    if isinstance(step, str) and step != "latest":
+        if not step.isdigit():
+            raise L.LayoutError("step must be a number or 'latest', got %r" % step)
+        step = int(step)
+    if isinstance(step, int) and step < 0:
+        raise L.LayoutError("step must not be negative, got %d" % step)
+    return step
+
+
+def _check_critic(opts):
+    if opts["critic"] and opts["runner"] not in (L.AUTO, "reasoning", "agent"):
+        raise L.LayoutError(
+            "critic=true is inconsistent with runner %s: only reasoning/agent save a critic" % opts["runner"]
+        )
+    if opts["critic"] and opts["backend"] in ("fsdp", "fsdp2"):
+        raise L.LayoutError(
+            "critic=true is inconsistent with backend %s: only Megatron critics are saved" % opts["backend"]
+        )
