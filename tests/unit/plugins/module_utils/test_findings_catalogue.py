@@ -116,8 +116,8 @@ def documented_severities():
 
 
 def registries():
-    """The rule registries as ``(id, severity, check)`` rows: the review's, the selector proof's, and the
-    checkpoint gate's when ``checkpoint.rules`` provides one."""
+    """The rule registries as ``(id, severity, check)`` rows: the review's, the selector proof's and the
+    checkpoint gate's (``checkpoint.rules.ALL``)."""
     from ansible_collections.rlark.ops.plugins.module_utils import selectors
     from ansible_collections.rlark.ops.plugins.module_utils.review import rules as review_rules
 
@@ -126,12 +126,9 @@ def registries():
         "review": review_rules.RULES,
         "selector-proof": tuple((rule_id, one, check) for rule_id, many, check in proof for one in many),
     }
-    try:  # hook: the checkpoint package exposes its table as checkpoint/rules.py::RULES
-        from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import rules as checkpoint_rules
-    except ImportError:
-        checkpoint_rules = None
-    if checkpoint_rules is not None:
-        tables["checkpoint"] = checkpoint_rules.RULES
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import rules as checkpoint_rules
+
+    tables["checkpoint"] = checkpoint_rules.ALL
     return tables
 
 
