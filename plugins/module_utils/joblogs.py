@@ -39,6 +39,8 @@ SOURCES = ("files", "kubeconfig", "gateway")
 DATA_PLANE_NAMESPACE = "rlark-system"
 # RLark's gateway asks the kubelet for tailLines=1000 (rlark-platform.md, Logs).
 GATEWAY_TAIL_LINES = 1000
+GATEWAY_LOG_PHASES = ("Running", "Succeeded", "Failed")  # RLark's job_logs.go reads logs only in these
+GATEWAY_FETCH_ERROR = "error fetching logs:"
 READ_TIMEOUT = 300.0
 CHUNK = 1 << 16
 # ``timestamps=true`` makes the kubelet prefix every line with an RFC 3339 time and one space.
@@ -92,6 +94,7 @@ class Export:
         self.first_timestamp = None
         self.last_timestamp = None
         self.truncated = False
+        self.unavailable = None  # the gateway's sentence instead of log lines (pod not running, fetch error)
 
     def fields(self):
         return {
@@ -104,6 +107,7 @@ class Export:
             "last_timestamp": self.last_timestamp,
             "timestamps_from": "kubelet" if self.kubelet_stamps else "log lines" if self.first_timestamp else "none",
             "truncated": self.truncated,
+            "unavailable": self.unavailable,
         }
 
     def text(self):
@@ -207,6 +211,19 @@ def gateway_client(url, timeout=READ_TIMEOUT):
     return Client(settings, timeout=timeout)
 
 
+def gateway_placeholder(entry):
+    """RLark's gateway puts a sentence into ``logs`` when it has no lines for a pod ("pod is Pending, no logs
+    available" for a pod not Running/Succeeded/Failed, "error fetching logs: ..." when the data plane did not
+    answer): that sentence is not log text and must not be counted or exported as such."""
+    logs = entry.get("logs") or ""
+    phase = entry.get("phase")
+    if phase and phase not in GATEWAY_LOG_PHASES:
+        return logs.strip() or "pod is %s" % phase
+    if logs.startswith(GATEWAY_FETCH_ERROR):
+        return logs.splitlines()[0]
+    return None
+
+
 def export_gateway(url, job_name, dest_dir, timeout=READ_TIMEOUT, client=None):
     """Each pod's last lines from the gateway; ``truncated`` when it returned its 1000-line limit."""
     path = "/api/v1/rlinf.io/v1alpha1/jobs/%s/logs" % quote(job_name, safe="")
@@ -224,7 +241,9 @@ def export_gateway(url, job_name, dest_dir, timeout=READ_TIMEOUT, client=None):
         pod = entry.get("podName") or entry.get("taskName")
         export = Export(pod, "gateway", _export_path(dest_dir, pod), window=True)
         sink = LineSink(export)
-        sink.write((entry.get("logs") or "").encode("utf-8"))
+        export.unavailable = gateway_placeholder(entry)
+        if not export.unavailable:
+            sink.write((entry.get("logs") or "").encode("utf-8"))
         sink.close()
         export.truncated = export.lines >= GATEWAY_TAIL_LINES
         out[pod] = export

@@ -237,7 +237,7 @@ def _finish(result, tail, head_pod, accept_truncated=False):
     head = tail.exports.get(head_pod)
     result.update(
         log_exports=exports,
-        logs_complete=bool(exports) and not any(e["truncated"] for e in exports),
+        logs_complete=bool(exports) and not any(e["truncated"] or e.get("unavailable") for e in exports),
         log_errors=tail.errors,
         head_log=head.tail(HEAD_LOG_TAIL) if head else "",
         last_line_seen_at={pod: utc_iso(at) for pod, at in sorted(tail.last_line_seen.items())},

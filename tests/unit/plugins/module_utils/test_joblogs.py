@@ -215,6 +215,20 @@ def test_gateway_source_parses_rlarks_logs_endpoint_and_marks_the_1000_line_limi
     assert plane.requests[0][0] == "/api/v1/rlinf.io/v1alpha1/jobs/demo/logs"
 
 
+def test_gateway_sentences_instead_of_lines_are_not_exported_as_log_text(plane, tmp_path):
+    plane.gateway["demo"] = [
+        {"taskName": "demo-actor", "podName": "demo-actor-0", "phase": "Pending",
+         "logs": "pod is Pending, no logs available"},
+        {"taskName": "demo-rollout", "podName": "demo-rollout-0", "phase": "Running",
+         "logs": "error fetching logs: call server proxy: no agent connected for cluster h100"},
+    ]  # fmt: skip
+    exports = joblogs.export_logs("gateway", "demo", str(tmp_path), gateway_url=plane.url)
+    for pod, reason in (("demo-actor-0", "pod is Pending"), ("demo-rollout-0", "error fetching logs: call server")):
+        fields = exports[pod].fields()
+        assert fields["lines"] == 0 and exports[pod].text() == "", pod
+        assert fields["unavailable"].startswith(reason), fields
+
+
 def test_gateway_errors_are_one_sentence():
     with pytest.raises(joblogs.LogSourceError, match="did not return logs for Job demo: "):
         joblogs.read_logs("gateway", "demo", gateway_url="http://127.0.0.1:9", timeout=1)
