@@ -26,16 +26,6 @@ def _auth_option(spec):
 
 AUTH_ARG_SPEC = {name: _auth_option(spec) for name, spec in AUTH_OPTION_SPECS.items()}
 
-# The object-storage target of the checkpoint modules (rlark_ckpt_gate, rlark_ckpt_tree).
-S3_ARG_SPEC = dict(
-    bucket=dict(type="str", required=True),
-    prefix=dict(type="str", default=""),
-    endpoint_url=dict(type="str", fallback=_env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")),
-    region=dict(type="str", fallback=_env("AWS_REGION", "AWS_DEFAULT_REGION")),
-    access_key=dict(type="str", no_log=False, fallback=_env("AWS_ACCESS_KEY_ID")),
-    secret_key=dict(type="str", no_log=True, fallback=_env("AWS_SECRET_ACCESS_KEY")),
-)
-
 NODE_MATCH_SPEC = dict(
     job=dict(type="dict"),
     selectors=dict(

@@ -372,7 +372,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
-from ansible_collections.rlark.ops.plugins.module_utils.module_options import S3_ARG_SPEC
+from ansible_collections.rlark.ops.plugins.module_utils.s3_options import S3_ARG_SPEC
 
 GATE_OPTIONS = (
     "runner",

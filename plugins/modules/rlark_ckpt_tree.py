@@ -115,7 +115,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
     tree_diff,
     tree_summary,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.module_options import S3_ARG_SPEC
+from ansible_collections.rlark.ops.plugins.module_utils.s3_options import S3_ARG_SPEC
 
 
 def snapshot(module):

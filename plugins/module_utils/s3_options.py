@@ -1,0 +1,22 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The object-storage target of the checkpoint modules (rlark_ckpt_gate, rlark_ckpt_tree).
+
+Kept apart from module_options: the checkpoint modules run on nodes and must not import the API
+client's auth and HTTP code (about 15 ms of every gate run) for an option table.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.module_utils.basic import env_fallback
+
+S3_ARG_SPEC = dict(
+    bucket=dict(type="str", required=True),
+    prefix=dict(type="str", default=""),
+    endpoint_url=dict(type="str", fallback=(env_fallback, ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"])),
+    region=dict(type="str", fallback=(env_fallback, ["AWS_REGION", "AWS_DEFAULT_REGION"])),
+    access_key=dict(type="str", no_log=False, fallback=(env_fallback, ["AWS_ACCESS_KEY_ID"])),
+    secret_key=dict(type="str", no_log=True, fallback=(env_fallback, ["AWS_SECRET_ACCESS_KEY"])),
+)
