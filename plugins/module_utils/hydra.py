@@ -29,7 +29,8 @@ TOKEN = re.compile(
 )
 # Where a new override may go when the script has none: after the first ``*.py`` argument.
 PY_SCRIPT = re.compile(r"""(?:^|(?<=\s))\S+\.py(?=\s|$)""")
-STEP_NAME = re.compile(r"^global_step_(\d+)$")
+STEP_PREFIX = "global_step_"
+STEP_NAME = re.compile(r"^%s(\d+)$" % STEP_PREFIX)
 
 
 def _unquote(value):
@@ -121,7 +122,12 @@ def step_number(path):
 
 def step_name(step):
     """``global_step_<step>``: the directory name RLinf saves step ``step`` under."""
-    return "global_step_%d" % int(step)
+    return "%s%d" % (STEP_PREFIX, int(step))
+
+
+def is_step_like(name):
+    """A name RLinf's resume scan would take for a step directory (``global_step_40``, ``global_step_40_bak``)."""
+    return (name or "").startswith(STEP_PREFIX)
 
 
 def step_dir(root, step):
@@ -129,4 +135,14 @@ def step_dir(root, step):
     return posixpath.join((root or "").rstrip("/"), step_name(step))
 
 
-__all__ = ["get", "overrides", "parse", "set_override", "step_dir", "step_name", "step_number", "strip_override"]
+__all__ = [
+    "get",
+    "is_step_like",
+    "overrides",
+    "parse",
+    "set_override",
+    "step_dir",
+    "step_name",
+    "step_number",
+    "strip_override",
+]

@@ -10,6 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rlark.ops.plugins.module_utils import hydra
+
 
 def _reasons(result, step):
     for entry in result.get("steps") or []:
@@ -46,8 +48,8 @@ def summarize(result):
         reason = "no global_step_* checkpoint found under %s" % (result.get("checkpoint") or "the checkpoint root")
     elif not newest_complete:
         why = _reasons(result, newest) or [p.get("message", "") for p in _findings(result)]
-        reason = "the newest checkpoint global_step_%s is incomplete (a save is running or was cut off): %s" % (
-            newest,
+        reason = "the newest checkpoint %s is incomplete (a save is running or was cut off): %s" % (
+            hydra.step_name(newest),
             "; ".join(r for r in why if r) or "see the gate result",
         )
     elif not complete:

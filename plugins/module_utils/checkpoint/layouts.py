@@ -16,6 +16,8 @@ __metaclass__ = type
 import re
 from operator import itemgetter
 
+from ansible_collections.rlark.ops.plugins.module_utils import hydra
+
 RUNNERS = ("embodied", "offline", "sft", "reasoning", "agent", "coding", "sac", "dagger", "iql")
 BACKENDS = ("fsdp", "fsdp2", "megatron", "megatron_torch_dist")
 AUTO = "auto"
@@ -48,8 +50,6 @@ DCP_METADATA = "dcp-metadata"  # torch DCP commit marker; a pickle that names th
 ANY_DISTCP = "any-distcp"  # torch_dist: at least one ``*.distcp`` in the directory
 
 TRACKER_NAME = "latest_checkpointed_iteration.txt"
-STEP_NAME = re.compile(r"^global_step_(\d+)$")
-STEP_LIKE = re.compile(r"^global_step_")
 DISTCP = re.compile(r"^__(\d+)_(\d+)\.distcp$")
 RANK_FILE = re.compile(r"^checkpoint_rank_(\d+)\.pt$")
 RANK_DIR = re.compile(r"^rank_(\d+)$")
@@ -89,8 +89,7 @@ class LayoutError(GateError):
 
 def step_number(name):
     """``global_step_N`` -> N; anything else (``global_step_40_bak``, ``best_model``) -> None."""
-    m = STEP_NAME.match(name)
-    return int(m.group(1)) if m else None
+    return hydra.step_number(name)
 
 
 def mp_rank_name(tp, pp, ep, pp_size, ep_size):

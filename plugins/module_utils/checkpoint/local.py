@@ -16,7 +16,8 @@ import os
 import stat
 import time
 
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
+from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.step_listing import (
     ITER_MARKERS,
     REPLAY_KEPT,
@@ -57,7 +58,7 @@ class LocalSource:
         if not os.access(self.path, os.R_OK | os.X_OK):
             raise GateError("checkpoint path: permission denied reading %s" % self.path)
         base = os.path.basename(self.path.rstrip("/"))
-        self.single_step = base if STEP_LIKE.match(base) else None
+        self.single_step = base if hydra.is_step_like(base) else None
         self.root = os.path.dirname(self.path) if self.single_step else self.path
         self.others = []  # names in the root that are not global_step_* directories
 
@@ -74,7 +75,7 @@ class LocalSource:
         try:
             with os.scandir(self.root) as it:
                 for entry in it:
-                    if STEP_LIKE.match(entry.name) and entry.is_dir():
+                    if hydra.is_step_like(entry.name) and entry.is_dir():
                         names.append(entry.name)
                     else:
                         self.others.append(entry.name)

@@ -15,7 +15,8 @@ __metaclass__ = type
 import hashlib
 import os
 
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import STEP_LIKE, GateError
+from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 
 CHUNK = 1 << 20
 
@@ -79,7 +80,7 @@ def step_names(tree):
     names = set()
     for rel in list(tree.get("files") or {}) + list(tree.get("dirs") or []):
         first = rel.split("/", 1)[0]
-        if STEP_LIKE.match(first):
+        if hydra.is_step_like(first):
             names.add(first)
     return sorted(names)
 
