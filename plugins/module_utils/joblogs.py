@@ -22,12 +22,14 @@ import re
 import tempfile
 import time
 
+from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_VERSION
 from ansible_collections.rlark.ops.plugins.module_utils.kube import (
     Client,
     KubeError,
     Settings,
     client_from_params,
 )
+from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_text
 
 try:
@@ -73,7 +75,8 @@ def _ordinal(pod):
 
 
 def head_pod_name(job_name, head_task):
-    return "%s-%s-0" % (job_name, head_task)
+    """The Ray head's pod: ordinal 0 of the head task's StatefulSet."""
+    return "%s-0" % task_object_name(job_name, head_task)
 
 
 class Export:
@@ -226,7 +229,7 @@ def gateway_placeholder(entry):
 
 def export_gateway(url, job_name, dest_dir, timeout=READ_TIMEOUT, client=None):
     """Each pod's last lines from the gateway; ``truncated`` when it returned its 1000-line limit."""
-    path = "/api/v1/rlinf.io/v1alpha1/jobs/%s/logs" % quote(job_name, safe="")
+    path = "/api/v1/%s/jobs/%s/logs" % (API_VERSION, quote(job_name, safe=""))
     own = client is None
     client = client or gateway_client(url, timeout)
     try:
