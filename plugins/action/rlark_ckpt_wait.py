@@ -74,8 +74,6 @@ def checkpoint_wait(action, args, task_vars, progress=None):
     waited["changed"] = False
     if params["integrity"] != "off" and waited.get("complete") and not waited.get("failed"):
         waited["changed"] = _integrity(action, waited, params, gate_args, in_process, task_vars)
-    if "findings" in waited:
-        waited["problems"] = waited["findings"]  # the name before findings; roles/resume still reads it
     return waited
 
 
@@ -91,7 +89,7 @@ def _integrity(action, waited, params, gate_args, in_process, task_vars):
         if again.get("failed") and "complete" not in again:
             waited.update(failed=True, msg=again.get("msg", "integrity manifest failed"))
             return False
-        for key in ("complete", "findings", "problems", "integrity"):
+        for key in ("complete", "findings", "integrity"):
             if key in again:
                 waited[key] = again[key]
         return bool(again.get("changed"))

@@ -276,12 +276,6 @@ findings:
   returned: always
   type: list
   elements: dict
-problems:
-  description:
-    - The same list as RV(findings), under its name before 0.2; kept for playbooks that read it, to be removed.
-  returned: always
-  type: list
-  elements: dict
 integrity_lists:
   description:
     - The Megatron C(integrity.json) files of the chosen step (relative to it). Every file one lists must exist
@@ -508,7 +502,6 @@ def main():
         module.fail_json(msg=str(exc), changed=False)
     except OSError as exc:
         module.fail_json(msg="integrity manifest: %s" % exc, changed=False)
-    result["problems"] = result["findings"]  # the name before findings; roles/resume still reads it
     if not_ready and p["fail_when_incomplete"]:
         module.fail_json(msg=not_ready, changed=changed, **result)
     if not result["complete"] and p["fail_when_incomplete"]:

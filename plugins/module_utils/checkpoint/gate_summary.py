@@ -21,8 +21,8 @@ def _reasons(result, step):
 
 
 def _findings(result):
-    """The gate's findings (``problems`` in results of collection versions before the rename)."""
-    return result.get("findings") or result.get("problems") or []
+    """The gate's findings."""
+    return result.get("findings") or []
 
 
 def summarize(result):

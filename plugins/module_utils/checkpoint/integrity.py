@@ -133,38 +133,38 @@ def verify(source, step_name, manifest, workers=None):
     """Findings (``integrity-mismatch``) for every listed file that is missing, resized or has another sha256."""
     entries = manifest_entries(manifest)
     present = dict(source.list_files(step_name))
-    problems = []
+    found = []
     to_hash = []
     for path, size, _digest in entries:
         if path not in present:
-            problems.append(_mismatch(path, "is listed in the integrity manifest but no longer exists"))
+            found.append(_mismatch(path, "is listed in the integrity manifest but no longer exists"))
         elif size is not None and present[path] != size:
-            problems.append(_mismatch(path, "has %d bytes, the manifest says %d" % (present[path], size)))
+            found.append(_mismatch(path, "has %d bytes, the manifest says %d" % (present[path], size)))
         else:
             to_hash.append(path)
     hashed = _hash_all(source, step_name, to_hash, workers or default_workers())
     expected = {path: digest for path, _size, digest in entries}
     for path in to_hash:
         if hashed[path][0] != expected[path]:
-            problems.append(_mismatch(path, "has sha256 %s, the manifest says %s" % (hashed[path][0], expected[path])))
-    return problems, {"files": len(entries), "bytes": sum(hashed[p][1] for p in to_hash)}
+            found.append(_mismatch(path, "has sha256 %s, the manifest says %s" % (hashed[path][0], expected[path])))
+    return found, {"files": len(entries), "bytes": sum(hashed[p][1] for p in to_hash)}
 
 
 def verify_integrity_lists(source, step_name, lists, workers=None):
     """Findings for every file of a Megatron ``integrity.json`` (the gate checked their sizes) with another sha256."""
     from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.payloads import integrity_list_entries
 
-    problems = []
+    found = []
     for rel in lists:
         try:
             entries = integrity_list_entries(source, step_name, rel)
         except (ManifestError, ValueError) as exc:
-            problems.append(finding("integrity-manifest-unreadable", "%s: %s" % (rel, str(exc)[:120]), path=rel))
+            found.append(finding("integrity-manifest-unreadable", "%s: %s" % (rel, str(exc)[:120]), path=rel))
             continue
         hashed = _hash_all(source, step_name, [path for path, _size, _digest in entries], workers or default_workers())
         for path, _size, digest in entries:
             if hashed[path][0] != digest:
-                problems.append(
+                found.append(
                     finding(
                         "integrity-mismatch",
                         "%s has sha256 %s, %s says %s: the checkpoint is not the one its integrity list describes"
@@ -173,7 +173,7 @@ def verify_integrity_lists(source, step_name, lists, workers=None):
                         hint="do not resume from this checkpoint; find out what wrote to it after the save",
                     )
                 )
-    return problems
+    return found
 
 
 def _mismatch(path, what):
@@ -228,15 +228,15 @@ def apply(source, result, mode, path=None, manifest=None, workers=None, check_mo
             report["path"] = path
         else:
             report["path"] = None
-        problems, counts = verify(source, step_name, manifest, workers)
+        found, counts = verify(source, step_name, manifest, workers)
     except ManifestError as exc:
-        problems, counts = [finding("integrity-manifest-unreadable", str(exc), path=path or "")], {}
+        found, counts = [finding("integrity-manifest-unreadable", str(exc), path=path or "")], {}
     lists = result.get("integrity_lists") or []
     if lists:  # the checkpoint's own Megatron integrity.json: hashes too, now that verification was asked for
         report["integrity_lists"] = list(lists)
-        problems += verify_integrity_lists(source, step_name, lists, workers)
-    report.update(counts, status="failed" if problems else "verified", seconds=round(time.time() - start, 3))
-    if problems:
+        found += verify_integrity_lists(source, step_name, lists, workers)
+    report.update(counts, status="failed" if found else "verified", seconds=round(time.time() - start, 3))
+    if found:
         result["complete"] = False
-        result["findings"] = problems + result["findings"]
+        result["findings"] = found + result["findings"]
     return False

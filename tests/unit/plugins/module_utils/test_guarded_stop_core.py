@@ -186,7 +186,7 @@ def gate(newest, latest, complete=True):
         "latest_complete_step": latest,
         "step": latest,
         "steps": [{"step": newest, "reasons": ["missing 2 required entries"]}],
-        "problems": [],
+        "findings": [],
     }
 
 

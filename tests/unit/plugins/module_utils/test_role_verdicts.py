@@ -12,10 +12,10 @@ GATE_40_OF_42 = {
     "step": 40,
     "newest_step": 42,
     "latest_complete_step": 40,
-    "problems": [],
+    "findings": [],
     "steps": [{"step": 42, "reasons": [".metadata is missing"]}],
 }
-GATE_44 = {"complete": True, "step": 44, "newest_step": 44, "latest_complete_step": 44, "problems": []}
+GATE_44 = {"complete": True, "step": 44, "newest_step": 44, "latest_complete_step": 44, "findings": []}
 RUNNING = {"running": True, "findings": [], "observed": {"actor": {"nodes": ["a100-01"]}}}
 SIGNALS = {"ok": True, "seen": ["Cluster is ready"], "missing": []}
 

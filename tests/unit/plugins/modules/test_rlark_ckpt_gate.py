@@ -26,7 +26,6 @@ RESULT_KEYS = {
     "backend",
     "missing",
     "findings",
-    "problems",
     "integrity_lists",
     "files",
     "bytes",
@@ -60,7 +59,7 @@ def test_complete_checkpoint(tmp_path, capsys, check_mode):
     assert set(r) >= RESULT_KEYS
     assert r["complete"] and r["step"] == 10 and r["checkpoint"] == str(tmp_path / "global_step_10")
     assert r["runner"] == "embodied" and r["backend"] == "fsdp" and r["latest_complete_step"] == 10
-    assert [p["id"] for p in r["problems"]] == ["newest-step-incomplete"]
+    assert [p["id"] for p in r["findings"]] == ["newest-step-incomplete"]
 
 
 def test_incomplete_fails_with_one_paragraph(tmp_path, capsys):
@@ -76,7 +75,7 @@ def test_incomplete_without_failing(tmp_path, capsys):
     seed(tmp_path, (10, "too-recent"))
     r = run({"path": str(tmp_path), "fail_when_incomplete": False}, capsys)
     assert r["_rc"] == 0 and not r.get("failed") and r["complete"] is False
-    assert [p["id"] for p in r["problems"]] == ["write-too-recent"]
+    assert [p["id"] for p in r["findings"]] == ["write-too-recent"]
 
 
 @pytest.mark.parametrize(
@@ -166,16 +165,16 @@ def test_integrity_write_then_verify_through_the_module(tmp_path, capsys):
     os.utime(shard, (stat.st_atime, stat.st_mtime))
     bad = run(dict(args, integrity="verify", integrity_manifest=wrote["integrity"]["manifest"]), capsys)
     assert bad["_rc"] == 1 and bad["failed"] and not bad["complete"]
-    assert [p["path"] for p in bad["problems"] if p["id"] == "integrity-mismatch"] == [
+    assert [p["path"] for p in bad["findings"] if p["id"] == "integrity-mismatch"] == [
         "actor/dcp_checkpoint/__1_0.distcp"
     ]
     assert "do not resume from it" in bad["msg"]
 
 
-def test_the_alias_problems_is_the_findings_list(tmp_path, capsys):
+def test_findings_have_one_name(tmp_path, capsys):
     seed(tmp_path, (10, "complete"), (20, "marker-missing"))
     r = run({"path": str(tmp_path), "actor_world_size": 2}, capsys)
-    assert r["problems"] == r["findings"] and [p["id"] for p in r["findings"]] == ["newest-step-incomplete"]
+    assert "problems" not in r and [p["id"] for p in r["findings"]] == ["newest-step-incomplete"]
 
 
 def test_after_step_not_reached_fails_naming_what_was_awaited(tmp_path, capsys):
