@@ -28,6 +28,15 @@ requirements:
 """
 
 
+# Task keywords that run on the controller and have no action plugin for action_loader to find.
+CONTROLLER_KEYWORDS = frozenset(("include_tasks", "include_role", "import_tasks", "import_role", "meta"))
+
+
+def is_controller_keyword(action):
+    prefix, _, short = action.rpartition(".")
+    return short in CONTROLLER_KEYWORDS and prefix in ("", "ansible.builtin", "ansible.legacy")
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
@@ -43,7 +52,9 @@ class CallbackModule(CallbackBase):
     def _is_module(self, task):
         action = getattr(task, "resolved_action", None) or task.action
         if action not in self.kinds:
-            self.kinds[action] = not action_loader.has_plugin(action, collection_list=task.collections)
+            self.kinds[action] = not is_controller_keyword(action) and not action_loader.has_plugin(
+                action, collection_list=task.collections
+            )
         return self.kinds[action]
 
     def _count(self, result, *args, **kwargs):
