@@ -33,7 +33,7 @@ CONTROLLER_KEYWORDS = frozenset(("include_tasks", "include_role", "import_tasks"
 
 
 def is_controller_keyword(action):
-    prefix, _, short = action.rpartition(".")
+    prefix, short = action.rpartition(".")[::2]
     return short in CONTROLLER_KEYWORDS and prefix in ("", "ansible.builtin", "ansible.legacy")
 
 
