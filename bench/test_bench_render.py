@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "module_utils"
 if os.path.join(ROOT, ".build", "collections") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 
-from ansible_collections.rlark.ops.plugins.filter import rlark as filters  # noqa: E402
+from ansible_collections.rlark.ops.plugins.filter import migration as filters  # noqa: E402
 from figures import save, within_budget  # noqa: E402
 from migration_inputs import big_manifest  # noqa: E402
 
