@@ -109,6 +109,10 @@ def test_migrate_wall_time_and_module_runs(tmp_path):
     with open(os.path.join(ROOT, "examples", "sandbox", "launch_manifest.yml")) as fh:
         manifest = yaml.safe_load(fh)
     manifest["job"]["name"] = name
+    # its own checkpoint directory, as an operator gives each run (a demo may have written into "demo")
+    for entry in manifest["hydra"]["overrides"]:
+        if entry["override"].startswith("runner.logger.experiment_name="):
+            entry["override"] = "runner.logger.experiment_name=" + name
     path = tmp_path / "launch_manifest.yml"
     path.write_text(yaml.safe_dump(manifest, sort_keys=False))
     os.makedirs(os.path.join(SANDBOX, "nodes", "a100-01", "data", "rlinf"), exist_ok=True)
