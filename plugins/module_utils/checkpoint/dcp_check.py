@@ -74,17 +74,17 @@ def check_dcp(v, data, rel, opts):
     for name in sorted(set(needs) - set(present)):
         if "%s/%s" % (parent, name) not in v.missing:
             v.missing.append("%s/%s" % (parent, name))
-    for name in sorted(needs):
-        size = present.get(name)
-        if size is not None and size < needs[name]:
-            v.problem(
-                "truncated-shard",
-                "%s/%s is %d bytes but %s references bytes up to %d: %d bytes are missing (the shard was cut off)"
-                % (parent, name, size, rel, needs[name], needs[name] - size),
-                path="%s/%s" % (parent, name),
-                hint="this step is not complete; do not resume from it",
-                missing_bytes=needs[name] - size,
-            )
+    short = [name for name, need in needs.items() if present.get(name, need) < need]
+    for name in sorted(short):
+        size = present[name]
+        v.problem(
+            "truncated-shard",
+            "%s/%s is %d bytes but %s references bytes up to %d: %d bytes are missing (the shard was cut off)"
+            % (parent, name, size, rel, needs[name], needs[name] - size),
+            path="%s/%s" % (parent, name),
+            hint="this step is not complete; do not resume from it",
+            missing_bytes=needs[name] - size,
+        )
 
 
 def _actor_world_size_from_metadata(v, needs, rel, opts, present):

@@ -137,8 +137,7 @@ def identify_step(v, facts, children, opts):
     if not megatron or "torch_dist" in v.features:
         for parent, names in children.items():
             if ".metadata" in names:
-                base = parent + "/" if parent else ""
-                v.distcp_names[parent] = {n: facts.sizes.get(base + n) for n in names if n.endswith(".distcp")}
+                v.distcp_names[parent] = facts.sizes.get(parent, {})
     v.critic = bool(opts["critic"]) if opts["critic"] is not None else ("critic" in v.features and megatron)
     v.critic = v.critic and v.family == "reasoning" and megatron
     return v, backend

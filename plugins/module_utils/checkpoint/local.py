@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import itertools
+import operator
 import os
 import stat
 import time
@@ -163,63 +165,92 @@ class LocalSource:
             return fh.read(limit)
 
 
+_NAME = operator.attrgetter("name")
+_SIZE = operator.attrgetter("st_size")
+_MTIME = operator.attrgetter("st_mtime")
+_IS_SHARD = operator.methodcaller("endswith", ".distcp")
+
+
 def walk_step(step_path, name):
     """One pass over a step directory: count every file, keep the interesting ones."""
     facts = StepFacts(name)
-    facts.index = index = {}
-    files = 0
-    total = 0
-    newest = -1.0
-    entries = facts.entries
-    sizes = facts.sizes
+    facts.index = {}
+    facts.newest = -1.0
     stack = [""]
     while stack:
         rel = stack.pop()
         path = step_path + "/" + rel if rel else step_path
-        names = index[rel] = set()
         try:
             # scandir on a descriptor makes DirEntry.stat an fstatat relative to it (no path walk)
             fd = os.open(path, _DIR_FLAGS)
         except OSError as exc:
             facts.errors.append(_describe_oserror(path, exc))
             continue
-        prefix = rel + "/" if rel else ""
-        keep_all = keeps_all(prefix)
-        # files of Megatron mp_rank_* directories are looked up by path only: no name index needed
-        add_name = None if "/mp_rank_" in path else names.add
         try:
             with os.scandir(fd) as it:
-                for entry in it:
-                    ename = entry.name
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            names.add(ename)
-                            stack.append(prefix + ename)
-                            continue
-                        st = entry.stat()
-                    except OSError as exc:
-                        facts.errors.append(_describe_oserror(path + "/" + ename, exc))
-                        continue
-                    files += 1
-                    total += st.st_size
-                    mtime = st.st_mtime
-                    if mtime > newest:
-                        newest = mtime
-                    # keep every name except a replay buffer's trajectories: the rules name what they need
-                    if keep_all or ename.endswith(REPLAY_KEPT):
-                        entries[prefix + ename] = mtime
-                        if ename.endswith(".distcp"):
-                            sizes[prefix + ename] = st.st_size
-                        if add_name is not None:
-                            add_name(ename)
+                listing = list(it)
+            try:
+                dirs, names, stats = _split(listing)
+            except OSError:  # an entry vanished or cannot be read: go one by one to name it
+                dirs, names, stats = _split_one_by_one(listing, path, facts.errors)
         except OSError as exc:
             facts.errors.append(_describe_oserror(path, exc))
+            continue
         finally:
             os.close(fd)
-    facts.leftovers = [rel for rel in entries if rel.endswith(".tmp")]
-    facts.dirs = set(index)
+        prefix = rel + "/" if rel else ""
+        stack.extend(map(prefix.__add__, dirs))
+        _count(facts, rel, prefix, dirs, names, stats)
+    facts.leftovers = [rel for rel in facts.entries if rel.endswith(".tmp")]
+    facts.dirs = set(facts.index)
     facts.dirs.discard("")
-    facts.files = files
-    facts.bytes = total
-    facts.newest = newest if files else None
+    if not facts.files:
+        facts.newest = None
     return facts
+
+
+def _split(listing):
+    """(directory names, other names, their stats): the per-file work runs in C (``map``), not per entry here."""
+    dirs, others = [], []
+    for entry in listing:
+        (dirs if entry.is_dir(follow_symlinks=False) else others).append(entry)
+    return list(map(_NAME, dirs)), list(map(_NAME, others)), list(map(os.DirEntry.stat, others))
+
+
+def _split_one_by_one(listing, path, errors):
+    dirs, names, stats = [], [], []
+    for entry in listing:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                dirs.append(entry.name)
+                continue
+            st = entry.stat()
+        except OSError as exc:
+            errors.append(_describe_oserror(path + "/" + entry.name, exc))
+            continue
+        names.append(entry.name)
+        stats.append(st)
+    return dirs, names, stats
+
+
+def _count(facts, rel, prefix, dirs, names, stats):
+    """Add one directory's files to the step's totals and keep what the rules look at."""
+    if not names:
+        facts.index[rel] = set(dirs)
+        return
+    sizes = list(map(_SIZE, stats))
+    mtimes = list(map(_MTIME, stats))
+    facts.files += len(names)
+    facts.bytes += sum(sizes)
+    facts.newest = max(facts.newest, max(mtimes))
+    if keeps_all(prefix):
+        kept = names
+        facts.entries.update(zip(map(prefix.__add__, names), mtimes))
+        shards = dict(itertools.compress(zip(names, sizes), map(_IS_SHARD, names)))
+        if shards:
+            facts.sizes[rel] = shards
+    else:  # a replay buffer's rank directory: its trajectories are counted, not kept
+        kept = [n for n in names if n.endswith(REPLAY_KEPT)]
+        facts.entries.update((prefix + n, t) for n, t in zip(names, mtimes) if n.endswith(REPLAY_KEPT))
+    # files of Megatron mp_rank_* directories are looked up by path only: no name index needed
+    facts.index[rel] = set(dirs) if "/mp_rank_" in "/" + rel else set(dirs).union(kept)

@@ -139,11 +139,13 @@ def megatron_stale(v, children):
                     severity=WARNING,
                     path="%s/%s" % (comp, name),
                 )
+        if "torch_dist" in v.features:
+            continue  # a torch_dist iteration holds shard files, not mp_rank directories
         it = "%s/iter_%07d" % (comp, v.step)
         extra = sorted(
             n for n in children.get(it, ()) if n.startswith("mp_rank_") and n not in expected and L.MP_RANK.match(n)
         )
-        if extra and "torch_dist" not in v.features:
+        if extra:
             v.problem(
                 "stale-shards",
                 "%s holds %d mp_rank director%s outside the TP x PP x EP grid %s: left over from another run, "

@@ -31,7 +31,7 @@ class StepFacts:
         self.bytes = 0
         self.newest = None
         self.entries = {}  # relpath -> mtime, interesting files only
-        self.sizes = {}  # relpath -> size of DCP shards (checked against what .metadata references)
+        self.sizes = {}  # parent relpath -> {shard name: size} of DCP shards (checked against their .metadata)
         self.dirs = set()  # relpaths of directories (local) or key prefixes (S3)
         self.leftovers = []  # relpaths of *.tmp files (interrupted atomic writes)
         self.errors = []  # unreadable subdirectories / files
@@ -49,7 +49,8 @@ class StepFacts:
     def keep(self, rel, size, mtime):
         self.entries[rel] = mtime
         if rel.endswith(".distcp"):
-            self.sizes[rel] = size
+            parent, _sep, name = rel.rpartition("/")
+            self.sizes.setdefault(parent, {})[name] = size
         if rel.endswith(".tmp"):
             self.leftovers.append(rel)
 

@@ -47,6 +47,30 @@ class Look:
         return rel.replace(self.placeholder[1], self.placeholder[0]) if self.placeholder else rel
 
 
+class TemplateView:
+    """A step's kept entries seen in the template's step-free path space.
+
+    Keys are translated on each lookup (a few template paths), not the whole listing up front (thousands
+    of shards in a torch_dist iteration directory).
+    """
+
+    __slots__ = ("entries", "placeholder", "real")
+
+    def __init__(self, entries, real, placeholder):
+        self.entries = entries
+        self.real = real
+        self.placeholder = placeholder
+
+    def __getitem__(self, rel):
+        return self.entries[rel.replace(self.placeholder, self.real)]
+
+    def __contains__(self, rel):
+        return rel.replace(self.placeholder, self.real) in self.entries
+
+    def get(self, rel, default=None):
+        return self.entries.get(rel.replace(self.placeholder, self.real), default)
+
+
 def judge_structure(facts, opts, now):
     """Run the structure rules on one walked step; its :class:`StepVerdict`."""
     look = Look(facts, opts, now)
@@ -132,9 +156,11 @@ def required_entries(look):
     # compare in the template's step-free path space: one set difference instead of per-entry work
     look.placeholder = frag = L.to_template(v.step, v.backend)
     if frag:
-        real, placeholder = frag
-        look.entries = {rel.replace(real, placeholder): t for rel, t in look.facts.entries.items()}
-    look.absent = absent = tmpl.required.difference(look.entries)
+        look.entries = TemplateView(look.facts.entries, *frag)
+        absent = frozenset(rel for rel in tmpl.required if rel not in look.entries)
+    else:
+        absent = tmpl.required.difference(look.entries)
+    look.absent = absent
     if absent:
         v.missing.extend(look.back(rel) for rel, _kind in tmpl.entries if rel in absent)
     for rel in tmpl.any_distcp:
