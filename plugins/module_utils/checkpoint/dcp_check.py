@@ -6,13 +6,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import itertools
+import operator
 import re
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dcp_metadata as D
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dcp_prefetch as P
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING
 
-METADATA_LIMIT = 512 * 1024 * 1024
+METADATA_LIMIT = D.METADATA_LIMIT
 
 ACTOR_DCP_METADATA = "actor/dcp_checkpoint/.metadata"
 
@@ -33,12 +36,7 @@ def dcp_needs(v, data, rel):
     try:
         return D.parse(data).needs
     except D.InvalidMetadata as exc:
-        v.problem(
-            "invalid-dcp-metadata",
-            "%s is not a whole DCP commit marker: %s" % (rel, exc),
-            path=rel,
-            hint="the save was cut off while writing its commit marker; do not resume from this step",
-        )
+        _invalid(v, rel, exc)
         return None
     except D.UnknownFormat as exc:
         # older torch or another writer: keep the file-name rules, plus any shard names the bytes mention
@@ -54,7 +52,28 @@ def dcp_needs(v, data, rel):
 
 def check_dcp(v, data, rel, opts):
     """Every shard a ``.metadata`` references exists and is long enough; unreferenced shards are stale."""
-    needs = dcp_needs(v, data, rel)
+    check_needs(v, dcp_needs(v, data, rel), rel, opts)
+
+
+def check_dcp_answer(v, answer, rel, opts):
+    """The same from a :mod:`dcp_prefetch` answer: ``(OK, needs, size)`` or ``(INVALID, reason, size)``."""
+    if answer[0] == P.INVALID:
+        _invalid(v, rel, answer[1])
+        return
+    check_needs(v, answer[1], rel, opts)
+
+
+def _invalid(v, rel, reason):
+    v.problem(
+        "invalid-dcp-metadata",
+        "%s is not a whole DCP commit marker: %s" % (rel, reason),
+        path=rel,
+        hint="the save was cut off while writing its commit marker; do not resume from this step",
+    )
+
+
+def check_needs(v, needs, rel, opts):
+    """``needs`` ({shard file name: minimum size}, or None for presence rules only) against the shards present."""
     if needs is None:
         return
     parent = rel.rpartition("/")[0]
@@ -74,7 +93,8 @@ def check_dcp(v, data, rel, opts):
     for name in sorted(set(needs) - set(present)):
         if "%s/%s" % (parent, name) not in v.missing:
             v.missing.append("%s/%s" % (parent, name))
-    short = [name for name, need in needs.items() if present.get(name, need) < need]
+    # the shards shorter than promised (a missing one counts as its own promise: reported above), in C
+    short = itertools.compress(needs, map(operator.lt, map(present.get, needs, needs.values()), needs.values()))
     for name in sorted(short):
         size = present[name]
         v.problem(

@@ -21,6 +21,7 @@ import operator
 import pickle
 import re
 
+METADATA_LIMIT = 512 * 1024 * 1024  # larger files are not unpickled (presence rules only, with a warning)
 DCP_MODULE = "torch.distributed.checkpoint.metadata"
 FS_MODULE = "torch.distributed.checkpoint.filesystem"
 OLD_PROPS_MODULE = "torch.distributed._shard.sharded_tensor.metadata"  # torch <= 2.2 kept TensorProperties here

@@ -15,6 +15,7 @@ __metaclass__ = type
 import gc
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.dcp_prefetch import close_all
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.identify import identify
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import normalize_options
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.payloads import verify_payloads
@@ -120,21 +121,24 @@ def _run_newest_first(source, opts):
 
     def judge(name):
         facts = source.walk(name)
-        if not now:
-            now.append(source.now())
-        v = walked[name] = judge_structure(facts, opts, now[0])
-        if not evidence:  # siblings are identified from a shallow look, once
-            others = [identify(source.probe(n), opts) for _s, n in numbered if n != name]
-            evidence.append(root_evidence([v, *others], opts))
-        apply_root_rules(v, evidence[0], opts)
-        return v
+        try:
+            if not now:
+                now.append(source.now())
+            v = walked[name] = judge_structure(facts, opts, now[0])
+            if not evidence:  # siblings are identified from a shallow look, once
+                others = [identify(source.probe(n), opts) for _s, n in numbered if n != name]
+                evidence.append(root_evidence([v, *others], opts))
+            apply_root_rules(v, evidence[0], opts)
+            return _confirm(v, source, opts), v
+        finally:
+            close_all(facts.prefetched)  # a .metadata the payload check did not need: stop its reader
 
     newest_step, newest_name = numbered[0]
     latest_complete = None
     if opts["step"] == "latest":
         for _s, name in numbered:
-            v = judge(name)
-            if _confirm(v, source, opts):
+            complete, v = judge(name)
+            if complete:
                 latest_complete = v
                 break
         chosen = latest_complete or walked[newest_name]
@@ -142,8 +146,8 @@ def _run_newest_first(source, opts):
         name = next((n for s, n in numbered if s == opts["step"]), None)
         if name is None:
             raise _step_not_found(source, opts, [s for s, _n in numbered])
-        chosen = judge(name)
-        if _confirm(chosen, source, opts) and chosen.step == newest_step:
+        complete, chosen = judge(name)
+        if complete and chosen.step == newest_step:
             latest_complete = chosen  # older complete steps are not looked for: only the named one is walked
     odd = []
     for n in names:

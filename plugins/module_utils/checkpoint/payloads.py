@@ -15,7 +15,11 @@ import json
 import struct
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.dcp_check import METADATA_LIMIT, check_dcp
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.dcp_check import (
+    METADATA_LIMIT,
+    check_dcp,
+    check_dcp_answer,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.integrity_schema import (
     ManifestError,
     manifest_entries,
@@ -85,7 +89,12 @@ def check_json(v, source, rel, opts):
 
 
 def check_dcp_metadata(v, source, rel, opts):
-    check_dcp(v, source.read_all(v.name, rel, METADATA_LIMIT + 1), rel, opts)
+    pending = v.prefetched.pop(rel, None)  # read by a child while the step was walked (local steps)
+    answer = pending.result() if pending is not None else None
+    if answer is not None:
+        check_dcp_answer(v, answer, rel, opts)
+    else:
+        check_dcp(v, source.read_all(v.name, rel, METADATA_LIMIT + 1), rel, opts)
 
 
 CHECKS = {L.ZIP: check_zip, L.TRACKER: check_tracker, L.JSON: check_json, L.DCP_METADATA: check_dcp_metadata}

@@ -23,7 +23,19 @@ def keeps_all(rel_dir):
 
 
 class StepFacts:
-    __slots__ = ("bytes", "dirs", "entries", "errors", "files", "index", "leftovers", "name", "newest", "sizes")
+    __slots__ = (
+        "bytes",
+        "dirs",
+        "entries",
+        "errors",
+        "files",
+        "index",
+        "leftovers",
+        "name",
+        "newest",
+        "prefetched",
+        "sizes",
+    )
 
     def __init__(self, name):
         self.name = name
@@ -36,6 +48,7 @@ class StepFacts:
         self.leftovers = []  # relpaths of *.tmp files (interrupted atomic writes)
         self.errors = []  # unreadable subdirectories / files
         self.index = None  # parent relpath -> child names, when the listing built it on the way
+        self.prefetched = {}  # DCP .metadata relpath -> dcp_prefetch.Prefetch started by a local walk
 
     def add_file(self, rel, size, mtime):
         """One file (local) or object (S3), ``rel`` relative to the step directory."""
