@@ -1,6 +1,6 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Hydra command-line overrides in a run script, and RLinf's ``global_step_N`` directory names.
+"""Hydra command-line overrides in a run script (and, re-exported, RLinf's ``global_step_N`` names).
 
 The one parser every reader and writer of overrides uses (checkpoint location, resume copy, review
 of the copy, records), so a form one of them understands is never missed by another. An override is
@@ -13,9 +13,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import posixpath
 import re
 from shlex import quote as shell_quote
+
+from ansible_collections.rlark.ops.plugins.module_utils.step_names import (  # noqa: F401  (re-exported)
+    STEP_NAME,
+    STEP_PREFIX,
+    is_step_like,
+    step_dir,
+    step_name,
+    step_number,
+)
 
 KEY = r"[A-Za-z_][\w-]*(?:\.[\w-]+)+"
 PREFIX = r"\+\+|\+|~"
@@ -29,8 +37,6 @@ TOKEN = re.compile(
 )
 # Where a new override may go when the script has none: after the first ``*.py`` argument.
 PY_SCRIPT = re.compile(r"""(?:^|(?<=\s))\S+\.py(?=\s|$)""")
-STEP_PREFIX = "global_step_"
-STEP_NAME = re.compile(r"^%s(\d+)$" % STEP_PREFIX)
 
 
 def _unquote(value):
@@ -112,27 +118,6 @@ def strip_override(script, key):
     script = script or ""
     found = [item for item in parse(script) if item["key"] == key]
     return _drop(script, [(i["start"], i["end"]) for i in found]), [i["value"] for i in found]
-
-
-def step_number(path):
-    """N of a path ending in ``global_step_N`` (no trailing slash, as RLinf needs), else None."""
-    match = STEP_NAME.match(posixpath.basename(path or ""))
-    return int(match.group(1)) if match else None
-
-
-def step_name(step):
-    """``global_step_<step>``: the directory name RLinf saves step ``step`` under."""
-    return "%s%d" % (STEP_PREFIX, int(step))
-
-
-def is_step_like(name):
-    """A name RLinf's resume scan would take for a step directory (``global_step_40``, ``global_step_40_bak``)."""
-    return (name or "").startswith(STEP_PREFIX)
-
-
-def step_dir(root, step):
-    """``<root>/global_step_<step>`` without a trailing slash."""
-    return posixpath.join((root or "").rstrip("/"), step_name(step))
 
 
 __all__ = [

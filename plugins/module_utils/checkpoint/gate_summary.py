@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils import step_names
 
 
 def _reasons(result, step):
@@ -49,7 +49,7 @@ def summarize(result):
     elif not newest_complete:
         why = _reasons(result, newest) or [p.get("message", "") for p in _findings(result)]
         reason = "the newest checkpoint %s is incomplete (a save is running or was cut off): %s" % (
-            hydra.step_name(newest),
+            step_names.step_name(newest),
             "; ".join(r for r in why if r) or "see the gate result",
         )
     elif not complete:

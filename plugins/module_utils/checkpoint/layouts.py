@@ -16,7 +16,7 @@ __metaclass__ = type
 import re
 from operator import itemgetter
 
-from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils import step_names
 
 RUNNERS = ("embodied", "offline", "sft", "reasoning", "agent", "coding", "sac", "dagger", "iql")
 BACKENDS = ("fsdp", "fsdp2", "megatron", "megatron_torch_dist")
@@ -89,7 +89,7 @@ class LayoutError(GateError):
 
 def step_number(name):
     """``global_step_N`` -> N; anything else (``global_step_40_bak``, ``best_model``) -> None."""
-    return hydra.step_number(name)
+    return step_names.step_number(name)
 
 
 def mp_rank_name(tp, pp, ep, pp_size, ep_size):

@@ -18,7 +18,7 @@ import os
 import stat
 import time
 
-from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils import step_names
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.dcp_prefetch import Prefetch
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.step_listing import (
@@ -62,7 +62,7 @@ class LocalSource:
         if not os.access(self.path, os.R_OK | os.X_OK):
             raise GateError("checkpoint path: permission denied reading %s" % self.path)
         base = os.path.basename(self.path.rstrip("/"))
-        self.single_step = base if hydra.is_step_like(base) else None
+        self.single_step = base if step_names.is_step_like(base) else None
         self.root = os.path.dirname(self.path) if self.single_step else self.path
         self.others = []  # names in the root that are not global_step_* directories
 
@@ -79,7 +79,7 @@ class LocalSource:
         try:
             with os.scandir(self.root) as it:
                 for entry in it:
-                    if hydra.is_step_like(entry.name) and entry.is_dir():
+                    if step_names.is_step_like(entry.name) and entry.is_dir():
                         names.append(entry.name)
                     else:
                         self.others.append(entry.name)

@@ -15,7 +15,7 @@ __metaclass__ = type
 import time
 from contextlib import closing
 
-from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils import step_names
 from ansible_collections.rlark.ops.plugins.module_utils.backoff import Retrying
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.step_listing import StepFacts, shallow_facts
@@ -102,7 +102,7 @@ class S3Source:
         self.access_key = access_key
         prefix = normalize_prefix(prefix)
         last = prefix.rstrip("/").rpartition("/")[2]
-        self.single_step = last if last and hydra.is_step_like(last) else None
+        self.single_step = last if last and step_names.is_step_like(last) else None
         self.root = prefix[: len(prefix) - len(last) - 1] if self.single_step else prefix
         self.others = []
         self.retrying = retrying or Retrying()
@@ -218,7 +218,7 @@ class S3Source:
         for page in self.pages(self.root, delimiter="/"):
             for common in page.get("CommonPrefixes") or ():
                 name = common["Prefix"][root_len:].rstrip("/")
-                (names if hydra.is_step_like(name) else self.others).append(name)
+                (names if step_names.is_step_like(name) else self.others).append(name)
             for obj in page.get("Contents") or ():
                 self.others.append(obj["Key"][root_len:])
         return names
@@ -256,7 +256,7 @@ class S3Source:
             for obj in page.get("Contents") or ():
                 rel = obj["Key"][root_len:]
                 step, sep, rest = rel.partition("/")
-                if not sep or not rest or not hydra.is_step_like(step):
+                if not sep or not rest or not step_names.is_step_like(step):
                     if step not in seen_others:
                         seen_others.add(step)
                         self.others.append(step)

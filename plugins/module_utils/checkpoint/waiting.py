@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.rlark.ops.plugins.module_utils import hydra
+from ansible_collections.rlark.ops.plugins.module_utils import step_names
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_summary import summarize
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
 
@@ -22,7 +22,7 @@ def describe_wait(newer_than=-1, newest_complete=True):
     """What is waited for, in words."""
     parts = []
     if newer_than is not None and newer_than >= 0:
-        parts.append("a complete checkpoint newer than %s" % hydra.step_name(newer_than))
+        parts.append("a complete checkpoint newer than %s" % step_names.step_name(newer_than))
     if newest_complete:
         parts.append("the newest checkpoint to be complete and quiet")
     return " and ".join(parts) or "the checkpoint gate"
@@ -36,8 +36,8 @@ def satisfied(result, newer_than=-1, newest_complete=True):
     latest = view["latest_complete_step"]
     newest = view["newest_step"]
     state = "newest %s, newest complete %s" % (
-        "none" if newest is None else hydra.step_name(newest),
-        "none" if latest is None else hydra.step_name(latest),
+        "none" if newest is None else step_names.step_name(newest),
+        "none" if latest is None else step_names.step_name(latest),
     )
     if newer_than is not None and newer_than >= 0 and (latest is None or latest <= newer_than):
         return False, state
