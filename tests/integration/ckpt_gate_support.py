@@ -16,18 +16,6 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import r
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError  # noqa: E402
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource  # noqa: E402
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source  # noqa: E402
+from s3_support import s3_client  # noqa: E402
 
 __all__ = ["F", "GateError", "LocalSource", "S3Source", "integrity", "run_gate", "s3_client"]
-
-
-def s3_client(sandbox):
-    """boto3 against the sandbox's S3 server: the independent writer of the test objects."""
-    import boto3  # a runtime dependency (requirements.txt): the S3 gate uses it
-
-    return boto3.client(
-        "s3",
-        endpoint_url=sandbox.s3_endpoint,
-        aws_access_key_id=sandbox.s3_access_key,
-        aws_secret_access_key=sandbox.s3_secret_key,
-        region_name="us-east-1",
-    )

@@ -12,10 +12,10 @@ import re
 import threading
 import time
 
-import boto3
 import pytest
 from kubernetes import client, config
 from playbook_support import Workload, all_output, without_server_fields
+from s3_support import s3_client
 
 pytestmark = pytest.mark.sandbox
 GROUP, VERSION = "rlinf.io", "v1alpha1"
@@ -33,16 +33,6 @@ def local_tree_hashes(root):
             with open(os.path.join(here, name), "rb") as fh:
                 out[os.path.normpath(os.path.join(rel, name))] = hashlib.sha256(fh.read()).hexdigest()
     return out
-
-
-def s3_client(sandbox):
-    return boto3.client(
-        "s3",
-        endpoint_url=sandbox.s3_endpoint,
-        aws_access_key_id=sandbox.s3_access_key,
-        aws_secret_access_key=sandbox.s3_secret_key,
-        region_name="us-east-1",
-    )
 
 
 def s3_tree_hashes(s3, bucket, prefix):
