@@ -16,9 +16,7 @@ __metaclass__ = type
 import re
 from shlex import quote as shell_quote
 
-from ansible_collections.rlark.ops.plugins.module_utils.step_names import (  # noqa: F401  (re-exported)
-    STEP_NAME,
-    STEP_PREFIX,
+from ansible_collections.rlark.ops.plugins.module_utils.step_names import (  # re-exported: see __all__
     is_step_like,
     step_dir,
     step_name,

@@ -256,7 +256,9 @@ def _count(facts, rel, prefix, dirs, names, stats):
     mtimes = list(map(_MTIME, stats))
     facts.files += len(names)
     facts.bytes += sum(sizes)
-    facts.newest = max(facts.newest, max(mtimes))
+    newest = max(mtimes)
+    if newest > facts.newest:
+        facts.newest = newest
     if keeps_all(prefix):
         kept = names
         facts.entries.update(zip(map(prefix.__add__, names), mtimes))
