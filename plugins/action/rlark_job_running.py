@@ -17,6 +17,10 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.verify import job_state
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
+from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
+
+# Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
+preload()
 
 display = Display()
 

@@ -15,6 +15,10 @@ from ansible_collections.rlark.ops.plugins.module_utils.records import (
     new_run_id,
     write_record,
 )
+from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
+
+# Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
+preload()
 
 ARGUMENT_SPEC = {
     "records_dir": {"type": "path", "required": True},

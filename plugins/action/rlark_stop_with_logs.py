@@ -28,6 +28,10 @@ from ansible_collections.rlark.ops.plugins.module_utils.module_options import ar
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import stop_with_logs
 from ansible_collections.rlark.ops.plugins.module_utils.verify import log_report
+from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
+
+# Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
+preload()
 
 display = Display()
 

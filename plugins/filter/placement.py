@@ -16,10 +16,14 @@ from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 HOST_KEYS = ("rlark_node_name", "rlark_node_cluster", "rlark_node_root", "ansible_host")
 
 
-def _hosts(hostvars):
-    """Only the inventory keys the mapping needs, as plain data (hostvars is lazy and large)."""
+def _hosts(hostvars, names=None):
+    """Only the inventory keys the mapping needs, as plain data (hostvars is lazy and large).
+
+    ``names`` limits the hosts read (every inventory host when None): each ``hostvars[host]`` puts
+    together all of that host's variables.
+    """
     out = {}
-    for host in list(hostvars or {}):
+    for host in list(hostvars or {}) if names is None else [h for h in names if h in hostvars]:
         hv = hostvars[host]
         out[str(host)] = {k: plain(hv.get(k)) for k in HOST_KEYS if hv.get(k) is not None}
     return out
@@ -42,8 +46,11 @@ def hostpath_results(plan, loop_results):
     return placement.hostpath_results(plain(plan), outputs)
 
 
-def node_host(node, hostvars, groups):
-    return placement.host_for_node(plain(node), _hosts(hostvars), plain(dict(groups or {})))
+def node_host(node, hostvars, groups, hosts=None):
+    """``hosts``: the only hosts that may be the Node's (every host when None; group rlark_nodes is always read)."""
+    groups = plain(dict(groups or {}))
+    names = None if hosts is None else sorted(set(plain(hosts)) | set(groups.get("rlark_nodes") or []))
+    return placement.host_for_node(plain(node), _hosts(hostvars, names), groups)
 
 
 def expected_nodes(profile):

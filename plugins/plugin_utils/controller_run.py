@@ -16,6 +16,10 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
+from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
+
+# Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
+preload()
 
 display = Display()
 
