@@ -14,6 +14,7 @@ import threading
 
 import job_test_support as support
 import pytest
+from fault_proxy import FaultProxy
 from independent import get_job, job_pods, job_tasks
 from job_test_support import (
     admin_client,
@@ -90,22 +91,42 @@ def test_stop_waits_for_pod_crs_then_stop_twice_unchanged_then_start(sandbox, cl
 
 
 def test_two_concurrent_stops_exactly_one_changed(sandbox, cleanup):
+    """Two module runs read the Job before either writes: the proxy holds each PATCH until both arrived."""
     name = unique()
     cleanup.append(name)
     result = run_module(sandbox, "rlark_job", {"definition": demo_job(name)})
     assert result["changed"]
-    results = []
+    # 25 s: below the client's request timeout, so an unpaired PATCH is forwarded alone (and the test
+    # fails on "no 409") instead of being re-sent behind the proxy's back.
+    both_patched = threading.Barrier(2, timeout=25)
+    unpaired = []
 
-    def stop():
-        results.append(run_module(sandbox, "rlark_job", {"name": name, "state": "stopped"}))
+    def hold(method, path):
+        if method == "PATCH" and path.endswith("/jobs/" + name):
+            try:
+                both_patched.wait()
+            except threading.BrokenBarrierError:
+                unpaired.append(path)
 
-    threads = [threading.Thread(target=stop) for _i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert [r.get("failed", False) for r in results] == [False, False]
+    results = [None, None]
+    with FaultProxy(sandbox.server, sandbox.ca_cert, [], hold=hold) as proxy:
+
+        def stop(i):
+            args = {"name": name, "state": "stopped", "host": proxy.url, "api_key": sandbox.operator_token}
+            results[i] = run_module(sandbox, "rlark_job", args, kubeconfig=None, env={"K8S_AUTH_KUBECONFIG": ""})
+
+        threads = [threading.Thread(target=stop, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert [r.get("failed", False) for r in results] == [False, False], results
+    assert not unpaired, "the two runs' PATCHes did not overlap within 25 s"
+    patches = [status for method, _path, status in proxy.upstream if method == "PATCH"]
+    # the conflict happened (the loser's resourceVersion precondition failed) and exactly one PATCH applied
+    assert patches.count(200) == 1 and 409 in patches and set(patches) <= {200, 409}, proxy.upstream
     assert sorted(r["changed"] for r in results) == [False, True]
+    assert get_job(sandbox, name)["spec"]["stopped"] is True
 
 
 def test_concurrent_stops_race_on_the_core(sandbox, cleanup):
