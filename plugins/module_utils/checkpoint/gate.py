@@ -120,6 +120,8 @@ def _run_newest_first(source, opts):
     now = []
 
     def judge(name):
+        if opts["verify_payloads"]:
+            source.head_start(name)  # its DCP markers are unpickled in a child while the step is walked and judged
         facts = source.walk(name)
         try:
             if not now:
@@ -131,24 +133,27 @@ def _run_newest_first(source, opts):
             apply_root_rules(v, evidence[0], opts)
             return _confirm(v, source, opts), v
         finally:
-            close_all(facts.prefetched)  # a .metadata the payload check did not need: stop its reader
+            close_all(facts.prefetched)  # reap the readers; one the payload check did not need is stopped
 
     newest_step, newest_name = numbered[0]
     latest_complete = None
-    if opts["step"] == "latest":
-        for _s, name in numbered:
-            complete, v = judge(name)
-            if complete:
-                latest_complete = v
-                break
-        chosen = latest_complete or walked[newest_name]
-    else:
-        name = next((n for s, n in numbered if s == opts["step"]), None)
-        if name is None:
-            raise _step_not_found(source, opts, [s for s, _n in numbered])
-        complete, chosen = judge(name)
-        if complete and chosen.step == newest_step:
-            latest_complete = chosen  # older complete steps are not looked for: only the named one is walked
+    try:
+        if opts["step"] == "latest":
+            for _s, name in numbered:
+                complete, v = judge(name)
+                if complete:
+                    latest_complete = v
+                    break
+            chosen = latest_complete or walked[newest_name]
+        else:
+            name = next((n for s, n in numbered if s == opts["step"]), None)
+            if name is None:
+                raise _step_not_found(source, opts, [s for s, _n in numbered])
+            complete, chosen = judge(name)
+            if complete and chosen.step == newest_step:
+                latest_complete = chosen  # older complete steps are not looked for: only the named one is walked
+    finally:
+        source.end_head_start()
     odd = []
     for n in names:
         if L.step_number(n) is None:

@@ -19,7 +19,12 @@ import stat
 import time
 
 from ansible_collections.rlark.ops.plugins.module_utils import step_names
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.dcp_prefetch import Prefetch
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.dcp_prefetch import (
+    DCP_MARKER,
+    Claim,
+    Prefetch,
+    identity,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.step_listing import (
     ITER_MARKERS,
@@ -29,7 +34,6 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.step_listing 
     shallow_facts,
 )
 
-DCP_MARKER = ".metadata"
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -49,6 +53,7 @@ class LocalSource:
     kind = "local"
 
     def __init__(self, path):
+        self.head = None  # a dcp_prefetch.Prefetch reading a step's markers ahead of its walk
         self.path = os.path.abspath(os.path.expanduser(path))
         try:
             st = os.stat(self.path)
@@ -76,6 +81,7 @@ class LocalSource:
         if self.single_step:
             return [self.single_step]
         names = []
+        self.others = []
         try:
             with os.scandir(self.root) as it:
                 for entry in it:
@@ -92,9 +98,26 @@ class LocalSource:
         for name in self.step_names():
             yield walk_step(self.location(name), name)
 
+    def head_start(self, name):
+        """Have a child read the DCP markers step ``name`` may hold while the gate does the rest (dcp_prefetch)."""
+        path = self.location(name)
+        if self.head is not None:
+            if self.head.step_path == path:
+                return
+            self.head.close()
+        self.head = Prefetch.start_step(path, step_names.step_number(name))
+
+    def end_head_start(self):
+        """Reap the head start's child: its answers were taken, or nobody needs them any more."""
+        if self.head is not None:
+            self.head.close()
+            self.head = None
+
     def walk(self, name):
         """One step for the newest-first gate: its ``.metadata`` files are parsed in a child meanwhile."""
-        return walk_step(self.location(name), name, prefetch=True)
+        path = self.location(name)
+        head = self.head if self.head is not None and self.head.step_path == path else None
+        return walk_step(path, name, prefetch=True, head=head)
 
     def probe(self, name):
         return shallow_facts(self, name)
@@ -174,11 +197,12 @@ _MTIME = operator.attrgetter("st_mtime")
 _IS_SHARD = operator.methodcaller("endswith", ".distcp")
 
 
-def walk_step(step_path, name, prefetch=False):
+def walk_step(step_path, name, prefetch=False, head=None):
     """One pass over a step directory: count every file, keep the interesting ones.
 
-    With ``prefetch``, a DCP ``.metadata`` is handed to a forked reader as soon as its directory is
-    listed, so that it is unpickled while the shards beside it are stat-ed (``facts.prefetched``).
+    With ``prefetch``, each DCP ``.metadata`` is claimed from ``head`` (the head start of this step)
+    or, when that does not cover it, handed to a new forked reader as soon as its directory is listed,
+    so that it is unpickled while the shards beside it are stat-ed (``facts.prefetched``).
     """
     facts = StepFacts(name)
     facts.index = {}
@@ -197,7 +221,7 @@ def walk_step(step_path, name, prefetch=False):
             with os.scandir(fd) as it:
                 listing = list(it)
             if prefetch and DCP_MARKER in map(_NAME, listing):
-                _start_prefetch(facts, path, rel)
+                _claim_marker(facts, path, rel, listing, head)
             try:
                 dirs, names, stats = _split(listing)
             except OSError:  # an entry vanished or cannot be read: go one by one to name it
@@ -217,10 +241,16 @@ def walk_step(step_path, name, prefetch=False):
     return facts
 
 
-def _start_prefetch(facts, path, rel):
-    pending = Prefetch.start(path + "/" + DCP_MARKER)
-    if pending is not None:
-        facts.prefetched[rel + "/" + DCP_MARKER if rel else DCP_MARKER] = pending
+def _claim_marker(facts, path, rel, listing, head):
+    entry = next(e for e in listing if e.name == DCP_MARKER)
+    try:
+        seen = identity(entry.stat())  # cached: the walk's own stat of it, a moment later, reuses it
+    except OSError:
+        return  # the walk names what it cannot read
+    marker = path + "/" + DCP_MARKER
+    reader = head if head is not None and marker in head.paths else Prefetch.start(marker)
+    if reader is not None:
+        facts.prefetched[rel + "/" + DCP_MARKER if rel else DCP_MARKER] = Claim(reader, marker, seen)
 
 
 def _split(listing):

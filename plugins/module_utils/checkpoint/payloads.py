@@ -89,7 +89,7 @@ def check_json(v, source, rel, opts):
 
 
 def check_dcp_metadata(v, source, rel, opts):
-    pending = v.prefetched.pop(rel, None)  # read by a child while the step was walked (local steps)
+    pending = v.prefetched.get(rel)  # read by a child while the step was walked (local steps); the gate reaps it
     answer = pending.result() if pending is not None else None
     if answer is not None:
         check_dcp_answer(v, answer, rel, opts)

@@ -223,6 +223,12 @@ class S3Source:
                 self.others.append(obj["Key"][root_len:])
         return names
 
+    def head_start(self, name):
+        """Nothing to start ahead: a step's objects are listed page by page, its markers read when checked."""
+
+    def end_head_start(self):
+        """Nothing was started ahead (see :meth:`head_start`)."""
+
     def walk(self, name):
         for facts in self.scan(self.root + name + "/"):
             return facts

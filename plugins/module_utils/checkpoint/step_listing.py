@@ -48,7 +48,7 @@ class StepFacts:
         self.leftovers = []  # relpaths of *.tmp files (interrupted atomic writes)
         self.errors = []  # unreadable subdirectories / files
         self.index = None  # parent relpath -> child names, when the listing built it on the way
-        self.prefetched = {}  # DCP .metadata relpath -> dcp_prefetch.Prefetch started by a local walk
+        self.prefetched = {}  # DCP .metadata relpath -> dcp_prefetch.Claim taken by a local walk
 
     def add_file(self, rel, size, mtime):
         """One file (local) or object (S3), ``rel`` relative to the step directory."""

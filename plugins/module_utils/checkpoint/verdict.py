@@ -34,7 +34,7 @@ class StepVerdict:
         self.critic = False
         self.distcp_ranks = ()
         self.distcp_names = {}  # DCP directory -> {shard file name: size} present (for the .metadata check)
-        self.prefetched = facts.prefetched  # DCP .metadata relpath -> dcp_prefetch.Prefetch, local walks only
+        self.prefetched = facts.prefetched  # DCP .metadata relpath -> dcp_prefetch.Claim, local walks only
         self.integrity_lists = ()  # Megatron integrity.json files of this step (checked with the payloads)
         self.missing = []
         self.findings = []
