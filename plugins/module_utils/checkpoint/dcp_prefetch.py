@@ -94,11 +94,11 @@ def _well_formed(got):
 class Prefetch:
     """One forked reader of one or more ``.metadata`` files; :meth:`result` waits for it, :meth:`close` discards it."""
 
-    def __init__(self, pid, fd, paths, step_path=None):
+    def __init__(self, pid, fd, paths):
         self.pid = pid
         self.fd = fd
         self.paths = frozenset(paths)
-        self.step_path = step_path  # the step a head start reads ahead for
+        self.step_path = None  # the step directory a head start reads ahead for
         self.done = False  # the answers are in (or will never come)
         self.reaped = False
         self.answers = {}  # path -> (answer, identity), for the files the child could read
