@@ -19,7 +19,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
         lint ruff ansible-lint sanity unit integration it-playbooks it-api it-upstream integration-upstream \
-        test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee clean
+        test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee torch-dcp-fixtures clean
 
 help:
 	@echo "make demo            migrate, guarded stop and resume on the local sandbox"
@@ -180,6 +180,17 @@ bench: venv collection sandbox-up sandbox-free
 # The benches that need no sandbox (seconds): run by `make test` and CI; figures in bench/results/figures.md.
 bench-quick: venv collection
 	$(call run_pytest,bench-quick,bench -q -s,RLARK_BENCH_QUICK=1)
+
+# The DCP checkpoints the gate's unit tests read (tests/unit/checkpoint/data/torch-dcp), written by real
+# torch on CPU: one venv per torch version (~4-5 GiB each with the CUDA wheels PyPI's torch pulls in),
+# so by hand, never by `make test`; commit what it writes.
+TORCH_DCP_VERSIONS := 2.6.0 2.11.0 2.15.0
+torch-dcp-fixtures:
+	@set -e; for v in $(TORCH_DCP_VERSIONS); do \
+	  test -x $(BUILD)/torch-$$v/bin/python || $(PYTHON) -m venv $(BUILD)/torch-$$v; \
+	  echo ">> torch $$v"; $(BUILD)/torch-$$v/bin/python -m pip install -q torch==$$v numpy; \
+	  $(BUILD)/torch-$$v/bin/python hack/write_torch_dcp.py tests/unit/checkpoint/data/torch-dcp; \
+	done
 
 clean:
 	@rm -rf $(BUILD)

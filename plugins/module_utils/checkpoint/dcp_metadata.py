@@ -26,6 +26,7 @@ DCP_MODULE = "torch.distributed.checkpoint.metadata"
 FS_MODULE = "torch.distributed.checkpoint.filesystem"
 OLD_PROPS_MODULE = "torch.distributed._shard.sharded_tensor.metadata"  # torch <= 2.2 kept TensorProperties here
 TORCH_NAME = re.compile(r"^[a-z][a-z0-9_]*$")  # torch.float32, torch.strided, torch.contiguous_format
+LAYOUT_NAME = re.compile(r"^torch\.[a-z][a-z0-9_]*$")  # the argument of torch.serialization._get_layout
 
 
 class InvalidMetadata(Exception):
@@ -91,6 +92,13 @@ _SAFE_BUILTINS = {
 }
 
 
+def _get_layout(name):
+    """torch >= 2.x pickles a layout as ``torch.serialization._get_layout("torch.strided")``: keep the name."""
+    if not (isinstance(name, str) and LAYOUT_NAME.match(name)):
+        raise UnknownFormat("torch.serialization._get_layout of %r, which is not a layout name" % (name,))
+    return _TorchName(name)
+
+
 def _reconstructor(cls, base, state):
     """Protocol 0/1 object creation (``copyreg._reconstructor``), limited to the stand-ins."""
     if not (isinstance(cls, type) and issubclass(cls, _Stub)):
@@ -106,6 +114,8 @@ class RestrictedUnpickler(pickle.Unpickler):
             return hit
         if module in ("copyreg", "copy_reg") and name == "_reconstructor":  # copy_reg: protocols 0-2
             return _reconstructor
+        if module == "torch.serialization" and name == "_get_layout":
+            return _get_layout
         if module == "torch" and TORCH_NAME.match(name):
             return _TorchName("torch." + name)
         raise UnknownFormat("the pickle names %s.%s, which is not a torch DCP metadata class" % (module, name))

@@ -52,7 +52,29 @@ class _TorchConst:
 
 _TorchConst.__module__ = "torch"
 float32 = _TorchConst("float32")
-strided = _TorchConst("strided")
+strided = _TorchConst("strided")  # torch before 2.6: GLOBAL torch.strided
+
+
+def _get_layout(name):
+    return name
+
+
+_get_layout.__module__ = "torch.serialization"
+
+
+class _LayoutByName:
+    """torch 2.6 and later pickle a layout as ``torch.serialization._get_layout("torch.strided")``."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __reduce__(self):
+        return (_get_layout, (self.name,))
+
+
+strided_by_name = _LayoutByName("torch.strided")
+LAYOUTS = {"by-name": strided_by_name, "global": strided}
+_layout = [strided_by_name]
 
 
 class _MEM_FORMAT_ENCODING(enum.Enum):
@@ -76,7 +98,7 @@ class TensorProperties:
     """torch pickles it as a tuple (its ``__getstate__``), memory format as the enum above."""
 
     def __init__(self):
-        self.dtype, self.layout, self.requires_grad = float32, strided, False
+        self.dtype, self.layout, self.requires_grad = float32, _layout[0], False
 
     def __getstate__(self):
         return (self.dtype, self.layout, self.requires_grad, _MEM_FORMAT_ENCODING.TORCH_CONTIGUOUS_FORMAT, False)
@@ -90,7 +112,7 @@ TensorProperties.__module__ = META
 
 @contextmanager
 def _fake_torch():
-    names = ["torch", "torch.distributed", "torch.distributed.checkpoint", META, FS]
+    names = ["torch", "torch.serialization", "torch.distributed", "torch.distributed.checkpoint", META, FS]
     saved = {n: sys.modules.get(n) for n in names}
     mods = {n: types.ModuleType(n) for n in names}
     torch = mods["torch"]
@@ -100,6 +122,7 @@ def _fake_torch():
     for cls in (StorageMeta, TensorProperties, _MEM_FORMAT_ENCODING):
         setattr(mods[META], cls.__name__, cls)
     mods[FS]._StorageInfo = _StorageInfo
+    mods["torch.serialization"]._get_layout = _get_layout
     sys.modules.update(mods)
     try:
         yield
@@ -111,8 +134,12 @@ def _fake_torch():
                 sys.modules[n] = m
 
 
-def metadata_bytes(items, protocol=pickle.DEFAULT_PROTOCOL, extra_bytes_entry=True):
-    """``items``: [(shard file name, offset, length)], one tensor chunk each -> the pickled ``.metadata``."""
+def metadata_bytes(items, protocol=pickle.DEFAULT_PROTOCOL, extra_bytes_entry=True, layout="by-name"):
+    """``items``: [(shard file name, offset, length)], one tensor chunk each -> the pickled ``.metadata``.
+
+    ``layout``: how a tensor's layout is pickled, ``by-name`` (torch >= 2.6) or ``global`` (older).
+    """
+    _layout[0] = LAYOUTS[layout]
     state_dict_metadata = {}
     storage_data = {}
     for i, (name, offset, length) in enumerate(items):

@@ -25,10 +25,11 @@ META = "actor/dcp_checkpoint/.metadata"
 STEP = 40
 
 
+@pytest.mark.parametrize("layout", sorted(DF.LAYOUTS))
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
-def test_reads_torch_format_in_every_pickle_protocol(protocol):
+def test_reads_torch_format_in_every_pickle_protocol(protocol, layout):
     items = [("__0_0.distcp", 0, 100), ("__0_0.distcp", 100, 28), ("__1_0.distcp", 0, 64)]
-    manifest = D.parse(DF.metadata_bytes(items, protocol=protocol))
+    manifest = D.parse(DF.metadata_bytes(items, protocol=protocol, layout=layout))
     assert manifest.needs == {"__0_0.distcp": 128, "__1_0.distcp": 64}
     assert manifest.items == 4  # three tensor chunks and one bytes entry
 
@@ -43,6 +44,13 @@ def test_a_hostile_pickle_runs_nothing(tmp_path):
     with pytest.raises(D.UnknownFormat, match=r"(posix|os)\.system"):
         D.parse(pickle.dumps(_Boom()))
     assert not os.path.exists(_Boom.target)
+
+
+def test_the_layout_call_takes_only_a_layout_name():
+    """``torch.serialization._get_layout`` is the one callable a pickle may name: it returns its argument."""
+    data = DF.metadata_bytes([("__0_0.distcp", 0, 16)]).replace(b"torch.strided", b"os.system;ls!")
+    with pytest.raises(D.UnknownFormat, match="not a layout name"):
+        D.parse(data)
 
 
 @pytest.mark.parametrize(
