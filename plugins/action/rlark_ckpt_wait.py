@@ -31,7 +31,7 @@ WAIT_SPEC = dict(
     interval=dict(type="float", default=1.0),
 )
 # Applied once to the step the wait ended on, never on every poll.
-INTEGRITY_ARGS = ("integrity", "integrity_path", "integrity_manifest", "hash_workers")
+INTEGRITY_ARGS = ("integrity", "integrity_path", "integrity_store", "integrity_manifest", "hash_workers")
 
 
 def checkpoint_wait(action, args, task_vars, progress=None):
@@ -102,6 +102,7 @@ def _integrity(action, waited, params, gate_args, in_process, task_vars):
             manifest=params["integrity_manifest"],
             workers=params["hash_workers"],
             check_mode=action._play_context.check_mode,
+            store=params["integrity_store"],
         )
     except (layouts.GateError, OSError) as exc:
         waited.update(failed=True, msg="integrity manifest: %s" % exc)

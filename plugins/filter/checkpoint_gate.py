@@ -29,6 +29,7 @@ def checkpoint_wait_options(
     integrity="off",
     integrity_manifest=None,
     options=None,
+    integrity_store="file",
 ):
     """The rlark_ckpt_wait options for a checkpoint location (None values dropped so the plugin defaults apply)."""
     location = plain(location) or {}
@@ -56,6 +57,7 @@ def checkpoint_wait_options(
         "interval": interval,
         "integrity": integrity or "off",
         "integrity_manifest": plain(integrity_manifest) or None,
+        "integrity_store": integrity_store or "file",
     }
     args.update({k: v for k, v in (plain(options) or {}).items() if k in PASSED_OPTIONS})
     return {k: v for k, v in args.items() if v is not None}

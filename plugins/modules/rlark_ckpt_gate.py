@@ -129,6 +129,17 @@ options:
       - Default for a host directory is C(<checkpoints root>/rlark-integrity/global_step_N.json), next to the
         checkpoint (not a C(global_step_*) name, so RLinf's resume scan ignores it).
     type: path
+  integrity_store:
+    description:
+      - Where O(integrity=write) keeps the manifest.
+      - V(file) writes it to O(integrity_path) (by default next to the checkpoint; object storage without
+        O(integrity_path) - only returned).
+      - V(result) writes no file anywhere, on the node or in the bucket; the manifest is only returned as the
+        C(manifest) key of RV(integrity), for the caller to keep (the guarded stop keeps it in its stop record with
+        C(rlark_checkpoint_integrity_store=record)). Not together with O(integrity_path).
+    type: str
+    choices: [file, result]
+    default: file
   integrity_manifest:
     description:
       - The manifest to verify, as data (for example the one a guarded stop returned and recorded); takes
@@ -402,6 +413,7 @@ def argument_spec():
         full_report=dict(type="bool", default=False),
         integrity=dict(type="str", default="off", choices=["off", "write", "verify"]),
         integrity_path=dict(type="path"),
+        integrity_store=dict(type="str", default="file", choices=["file", "result"]),
         integrity_manifest=dict(type="dict"),
         hash_workers=dict(type="int"),
         fail_when_incomplete=dict(type="bool", default=True),
@@ -478,6 +490,7 @@ def apply_integrity(module, source, result):
         manifest=p["integrity_manifest"],
         workers=p["hash_workers"],
         check_mode=module.check_mode,
+        store=p["integrity_store"],
     )
 
 

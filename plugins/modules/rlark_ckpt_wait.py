@@ -93,6 +93,13 @@ options:
       - Where the manifest is written or read, on the host that runs the gate.
       - Default C(<checkpoints root>/rlark-integrity/global_step_N.json).
     type: path
+  integrity_store:
+    description:
+      - Where O(integrity=write) keeps the manifest, as O(rlark.ops.rlark_ckpt_gate#module:integrity_store) does
+        it - V(file) (O(integrity_path)) or V(result) (no file anywhere, only the C(manifest) key of RV(integrity)).
+    type: str
+    choices: [file, result]
+    default: file
   integrity_manifest:
     description: The manifest to verify, as data (for example from a stop record); wins over O(integrity_path).
     type: dict

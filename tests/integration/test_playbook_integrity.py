@@ -100,3 +100,50 @@ def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbo
         assert new in job_names(sandbox)
     finally:
         w.cleanup()
+
+
+def test_the_record_store_keeps_the_manifest_in_the_stop_record_and_resume_verifies_it(sandbox, tmp_path):
+    w = Workload(sandbox, tmp_path)
+    try:
+        assert w.play("migrate.yml").rc == 0
+        w.wait_steps(2)
+        stopped = w.play(
+            "guarded_stop.yml",
+            kubeconfig=sandbox.kubeconfig_operator,
+            extra={
+                "rlark_jobs": [w.name],
+                "rlark_checkpoint_integrity": "write",
+                "rlark_checkpoint_integrity_store": "record",
+            },
+        )
+        assert stopped.rc == 0, stopped
+
+        # Nothing written beside the checkpoints; the record holds the manifest of every file of the step.
+        assert not os.path.exists(os.path.join(w.checkpoints, "rlark-integrity"))
+        kept = w.records_of("stop")[-1]["data"]["integrity"]
+        assert kept["status"] == "returned" and kept["path"] is None, kept
+        step_dir = os.path.join(w.checkpoints, kept["step_dir"])
+        expected = step_files(step_dir)
+        assert {f["path"]: f["sha256"] for f in kept["manifest"]["files"]} == expected
+
+        victim = max(expected, key=lambda rel: os.path.getsize(os.path.join(step_dir, rel)))
+        flip_middle_byte(os.path.join(step_dir, victim))
+        new = w.name + "-rec"
+        w.created.append(new)
+        args = {
+            "rlark_resume_source": w.name,
+            "rlark_resume_step": int(kept["step_dir"].rpartition("_")[2]),
+            "rlark_resume_name": new,
+            "rlark_checkpoint_integrity": "verify",
+        }
+        before = job_names(sandbox)
+        refused = w.play("resume.yml", extra=args)
+        assert refused.rc != 0, refused
+        gate = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"][-1]
+        assert gate["integrity"]["path"] is None  # verified against the recorded manifest, not a file
+        assert [(p["id"], p["severity"], p["path"]) for p in gate["findings"] if p["id"].startswith("integrity")] == [
+            ("integrity-mismatch", "error", victim)
+        ], gate["findings"]
+        assert job_names(sandbox) == before, "a refused resume created a Job"
+    finally:
+        w.cleanup()

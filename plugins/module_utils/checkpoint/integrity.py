@@ -23,6 +23,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.integrity_sch
     ManifestError,
     manifest_entries,
 )
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, finding
 
 SCHEMA = "rlark.ops/integrity/v1"
@@ -193,16 +194,27 @@ def default_path(source, step_name):
     return os.path.join(source.root, DEFAULT_DIR, step_name + ".json")
 
 
-def apply(source, result, mode, path=None, manifest=None, workers=None, check_mode=False):
+STORES = ("file", "result")
+
+
+def apply(source, result, mode, path=None, manifest=None, workers=None, check_mode=False, store="file"):
     """Write or verify the manifest of the gate's chosen step; update ``result``; return True when a file was written.
 
-    Nothing is hashed when the chosen step is already incomplete. A failed verification makes the result
-    incomplete with one ``integrity-mismatch`` finding per file.
+    ``store``: ``file`` writes the manifest to ``path`` (default next to the checkpoint; object storage:
+    only returned); ``result`` writes no file anywhere, the manifest is only returned (the caller keeps
+    it, e.g. in the stop record). Nothing is hashed when the chosen step is already incomplete. A failed
+    verification makes the result incomplete with one ``integrity-mismatch`` finding per file.
     """
     if mode == "off":
         return False
+    if store not in STORES:
+        raise GateError("integrity_store must be one of %s, got %r" % (", ".join(STORES), store))
     step_name = result["checkpoint"].rstrip("/").rpartition("/")[2]
-    path = path or default_path(source, step_name)
+    if mode == "write" and store == "result":
+        if path:
+            raise GateError("integrity_path %s is not written with integrity_store=result: give one of them" % path)
+    else:
+        path = path or default_path(source, step_name)
     report = result["integrity"] = {"mode": mode, "path": path, "status": "skipped"}
     if not result["complete"]:
         report["reason"] = "the chosen step is incomplete"
@@ -212,7 +224,7 @@ def apply(source, result, mode, path=None, manifest=None, workers=None, check_mo
         built = build_manifest(source, step_name, workers)
         report.update(files=built["file_count"], bytes=built["total_bytes"], manifest=built)
         if not path:
-            report["status"] = "returned"  # object storage without integrity_path: the caller stores it
+            report["status"] = "returned"  # integrity_store=result or object storage without a path: caller keeps it
         elif check_mode:
             report["status"] = "would-write"
         else:
@@ -228,6 +240,12 @@ def apply(source, result, mode, path=None, manifest=None, workers=None, check_mo
             report["path"] = path
         else:
             report["path"] = None
+        written_for = manifest.get("step_dir") if isinstance(manifest, dict) else None
+        if written_for and written_for != step_name:
+            raise ManifestError(
+                "the integrity manifest was written for %s, not for %s: verify the step it was written for"
+                % (written_for, step_name)
+            )
         found, counts = verify(source, step_name, manifest, workers)
     except ManifestError as exc:
         found, counts = [finding("integrity-manifest-unreadable", str(exc), path=path or "")], {}

@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ckpt_fixtures as F
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity as I
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
 
 ROW = F.ROWS[0]
@@ -131,3 +132,31 @@ def test_the_manifest_directory_is_not_taken_for_a_step(root):
     gate(root, "write")
     r = run_gate(LocalSource(str(root)), dict(ROW.gate_params(), quiet_seconds=120, full_report=True))
     assert [s["name"] for s in r["steps"]] == ["global_step_%d" % STEP]
+
+
+def test_store_result_writes_no_file_and_the_record_keeps_the_manifest(root):
+    before = sorted(str(p) for p in root.rglob("*"))
+    result, written = gate(root, "write", store="result")
+    assert not written and result["integrity"]["status"] == "returned" and result["integrity"]["path"] is None
+    assert sorted(str(p) for p in root.rglob("*")) == before  # nothing new on the node
+    kept = I.summary(result["integrity"])
+    assert kept["manifest"] == result["integrity"]["manifest"] and kept["step_dir"] == "global_step_%d" % STEP
+    # the recorded manifest is what a resume verifies against
+    again, _w = gate(root, "verify", manifest=kept["manifest"])
+    assert again["complete"] and again["integrity"]["status"] == "verified"
+
+
+def test_store_result_with_a_path_is_refused_before_hashing(root, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("elsewhere") / "m.json")
+    with pytest.raises(GateError, match="integrity_store=result"):
+        gate(root, "write", store="result", path=path)
+    assert not os.path.exists(path)
+
+
+def test_a_manifest_of_another_step_is_not_taken_for_this_one(root):
+    result, _w = gate(root, "write", store="result")
+    manifest = dict(result["integrity"]["manifest"], step_dir="global_step_20")
+    again, _w = gate(root, "verify", manifest=manifest)
+    bad = [(p["id"], p["severity"]) for p in again["findings"] if p["id"].startswith("integrity-")]
+    assert not again["complete"] and bad == [("integrity-manifest-unreadable", "error")]
+    assert "written for global_step_20, not for global_step_%d" % STEP in again["findings"][0]["message"]

@@ -171,6 +171,16 @@ def test_integrity_write_then_verify_through_the_module(tmp_path, capsys):
     assert "do not resume from it" in bad["msg"]
 
 
+def test_integrity_store_result_returns_the_manifest_and_writes_nothing(tmp_path, capsys):
+    seed(tmp_path, (10, "complete"))
+    args = {"path": str(tmp_path), "actor_world_size": 2, "quiet_seconds": 120, "integrity": "write"}
+    kept = run(dict(args, integrity_store="result"), capsys)
+    assert kept["_rc"] == 0 and kept["changed"] is False and kept["integrity"]["status"] == "returned"
+    assert kept["integrity"]["manifest"]["file_count"] > 0 and not (tmp_path / "rlark-integrity").exists()
+    both = run(dict(args, integrity_store="result", integrity_path=str(tmp_path / "m.json")), capsys)
+    assert both["_rc"] == 1 and "integrity_store=result" in both["msg"] and not (tmp_path / "m.json").exists()
+
+
 def test_findings_have_one_name(tmp_path, capsys):
     seed(tmp_path, (10, "complete"), (20, "marker-missing"))
     r = run({"path": str(tmp_path), "actor_world_size": 2}, capsys)
