@@ -44,17 +44,20 @@ def flip_middle_byte(path):
         fh.write(bytes([byte[0] ^ 0xFF]))
 
 
+def migrate_and_stop(sandbox, w, **integrity):
+    """Migrate the workload, let it save twice, guarded-stop it with the given rlark_checkpoint_integrity* vars."""
+    assert w.play("migrate.yml").rc == 0
+    w.wait_steps(2)
+    stopped = w.play(
+        "guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra=dict(rlark_jobs=[w.name], **integrity)
+    )
+    assert stopped.rc == 0, stopped
+
+
 def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbox, tmp_path):
     w = Workload(sandbox, tmp_path)
     try:
-        assert w.play("migrate.yml").rc == 0
-        w.wait_steps(2)
-        stopped = w.play(
-            "guarded_stop.yml",
-            kubeconfig=sandbox.kubeconfig_operator,
-            extra={"rlark_jobs": [w.name], "rlark_checkpoint_integrity": "write"},
-        )
-        assert stopped.rc == 0, stopped
+        migrate_and_stop(sandbox, w, rlark_checkpoint_integrity="write")
 
         # The stop record names the manifest; the manifest lists every file of the step with its sha256.
         kept = w.records_of("stop")[-1]["data"]["integrity"]
@@ -105,18 +108,7 @@ def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbo
 def test_the_record_store_keeps_the_manifest_in_the_stop_record_and_resume_verifies_it(sandbox, tmp_path):
     w = Workload(sandbox, tmp_path)
     try:
-        assert w.play("migrate.yml").rc == 0
-        w.wait_steps(2)
-        stopped = w.play(
-            "guarded_stop.yml",
-            kubeconfig=sandbox.kubeconfig_operator,
-            extra={
-                "rlark_jobs": [w.name],
-                "rlark_checkpoint_integrity": "write",
-                "rlark_checkpoint_integrity_store": "record",
-            },
-        )
-        assert stopped.rc == 0, stopped
+        migrate_and_stop(sandbox, w, rlark_checkpoint_integrity="write", rlark_checkpoint_integrity_store="record")
 
         # Nothing written beside the checkpoints; the record holds the manifest of every file of the step.
         assert not os.path.exists(os.path.join(w.checkpoints, "rlark-integrity"))

@@ -212,7 +212,10 @@ def apply(source, result, mode, path=None, manifest=None, workers=None, check_mo
     step_name = result["checkpoint"].rstrip("/").rpartition("/")[2]
     if mode == "write" and store == "result":
         if path:
-            raise GateError("integrity_path %s is not written with integrity_store=result: give one of them" % path)
+            raise GateError(
+                "integrity_path %s and integrity_store=result exclude each other: drop integrity_path to keep the"
+                " manifest only in the result, or set integrity_store=file to write it there" % path
+            )
     else:
         path = path or default_path(source, step_name)
     report = result["integrity"] = {"mode": mode, "path": path, "status": "skipped"}
