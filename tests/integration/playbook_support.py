@@ -114,6 +114,14 @@ class Workload:
             self.module("rlark_job", {"name": name, "state": "absent", "wait": True, "allow_pvc_deletion": True})
 
 
+def to_object_storage(manifest, _profile):
+    """A Workload mutation: the checkpoint mount on the sandbox's S3 StorageClass instead of a hostPath."""
+    for role in manifest["roles"]:
+        for mount in role.get("mounts") or []:
+            if mount.get("purpose") == "checkpoint":
+                mount["source"] = {"object_storage": {"storage_class": "rlark-s3"}}
+
+
 def all_output(run):
     """Everything a run printed (the JSON callback keeps task messages in the results)."""
     return run.stdout + run.stderr + json.dumps(run.data or {})

@@ -7,10 +7,12 @@ listed with the kubernetes client.
 import hashlib
 import json
 import os
+import time
 
 import pytest
 from kubernetes import client, config
-from playbook_support import Workload, all_output
+from playbook_support import Workload, all_output, to_object_storage
+from s3_support import s3_client
 
 pytestmark = pytest.mark.sandbox
 GROUP, VERSION = "rlinf.io", "v1alpha1"
@@ -44,14 +46,25 @@ def flip_middle_byte(path):
         fh.write(bytes([byte[0] ^ 0xFF]))
 
 
-def migrate_and_stop(sandbox, w, **integrity):
-    """Migrate the workload, let it save twice, guarded-stop it with the given rlark_checkpoint_integrity* vars."""
+def migrate_and_stop(sandbox, w, saved=None, **integrity):
+    """Migrate the workload, wait until ``saved()`` (default: two local steps), guarded-stop it with ``integrity``."""
     assert w.play("migrate.yml").rc == 0
-    w.wait_steps(2)
+    (saved or (lambda: w.wait_steps(2)))()
     stopped = w.play(
         "guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra=dict(rlark_jobs=[w.name], **integrity)
     )
     assert stopped.rc == 0, stopped
+
+
+def wait_s3_steps(s3, bucket, prefix, count, timeout=150):
+    """Until ``count`` global_step_* prefixes exist under ``prefix`` (read with boto3)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix=prefix, Delimiter="/").get("CommonPrefixes") or ()
+        if sum(p["Prefix"][len(prefix) :].startswith("global_step_") for p in listed) >= count:
+            return
+        assert time.monotonic() < deadline, "fewer than %d S3 steps under %s after %ss" % (count, prefix, timeout)
+        time.sleep(0.5)
 
 
 def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbox, tmp_path):
@@ -133,6 +146,51 @@ def test_the_record_store_keeps_the_manifest_in_the_stop_record_and_resume_verif
         assert refused.rc != 0, refused
         gate = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"][-1]
         assert gate["integrity"]["path"] is None  # verified against the recorded manifest, not a file
+        assert [(p["id"], p["severity"], p["path"]) for p in gate["findings"] if p["id"].startswith("integrity")] == [
+            ("integrity-mismatch", "error", victim)
+        ], gate["findings"]
+        assert job_names(sandbox) == before, "a refused resume created a Job"
+    finally:
+        w.cleanup()
+
+
+def test_on_object_storage_the_stop_record_keeps_the_manifest_and_resume_verifies_it(sandbox, tmp_path):
+    w = Workload(sandbox, tmp_path, mutate=to_object_storage)
+    s3 = s3_client(sandbox)
+    try:
+        prefix = "logs/%s/checkpoints/" % w.name
+        migrate_and_stop(
+            sandbox, w, lambda: wait_s3_steps(s3, sandbox.s3_bucket, prefix, 2), rlark_checkpoint_integrity="write"
+        )
+        kept = w.records_of("stop")[-1]["data"]["integrity"]
+        assert kept["status"] == "returned" and kept["path"] is None, kept
+        step_prefix = prefix + kept["step_dir"] + "/"
+        objects = {}
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=sandbox.s3_bucket, Prefix=step_prefix):
+            for obj in page.get("Contents") or ():
+                body = s3.get_object(Bucket=sandbox.s3_bucket, Key=obj["Key"])["Body"].read()
+                objects[obj["Key"][len(step_prefix) :]] = body
+        assert {f["path"]: f["sha256"] for f in kept["manifest"]["files"]} == {
+            rel: hashlib.sha256(body).hexdigest() for rel, body in objects.items()
+        }
+
+        # One object rewritten with one byte changed (same size): refused against the recorded manifest.
+        victim = max(objects, key=lambda rel: len(objects[rel]))
+        changed = bytearray(objects[victim])
+        changed[len(changed) // 2] ^= 0xFF
+        s3.put_object(Bucket=sandbox.s3_bucket, Key=step_prefix + victim, Body=bytes(changed))
+        new = w.name + "-s3"
+        w.created.append(new)
+        args = {
+            "rlark_resume_source": w.name,
+            "rlark_resume_step": int(kept["step_dir"].rpartition("_")[2]),
+            "rlark_resume_name": new,
+            "rlark_checkpoint_integrity": "verify",
+        }
+        before = job_names(sandbox)
+        refused = w.play("resume.yml", extra=args)
+        assert refused.rc != 0, refused
+        gate = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"][-1]
         assert [(p["id"], p["severity"], p["path"]) for p in gate["findings"] if p["id"].startswith("integrity")] == [
             ("integrity-mismatch", "error", victim)
         ], gate["findings"]

@@ -14,7 +14,7 @@ import time
 
 import pytest
 from kubernetes import client, config
-from playbook_support import Workload, all_output, without_server_fields
+from playbook_support import Workload, all_output, to_object_storage, without_server_fields
 from s3_support import s3_client
 
 pytestmark = pytest.mark.sandbox
@@ -212,13 +212,6 @@ def test_a_write_into_the_original_stops_only_the_new_job(sandbox, tmp_path, job
         assert os.path.exists(stray), "nothing is deleted or restored"
     finally:
         w.cleanup()
-
-
-def to_object_storage(manifest, _profile):
-    for role in manifest["roles"]:
-        for mount in role.get("mounts") or []:
-            if mount.get("purpose") == "checkpoint":
-                mount["source"] = {"object_storage": {"storage_class": "rlark-s3"}}
 
 
 def test_resume_on_object_storage_never_touches_the_original_prefix(sandbox, tmp_path, jobs_api):
