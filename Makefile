@@ -30,6 +30,7 @@ help:
 	@echo "make test-under-load make test with two CPU-burning processes beside it"
 	@echo "make demo-stop       delete the Jobs demo/molecule/bench runs left (frees the sandbox's GPUs)"
 	@echo "make ee              collection tarball + execution-environment build context (ansible-builder)"
+	@echo "make torch-dcp-fixtures  rewrite the gate's test checkpoints with real torch (one venv per version, GiBs)"
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@echo ">> creating $(VENV) and installing requirements-dev.txt"
