@@ -182,11 +182,29 @@ def test_first_comma_value_is_not_trimmed(api, jobs):
 
 
 # ---------------------------------------------------------------- 9: event-driven resolution
+def settle(api, jobs, name, passes=10):
+    """Until a whole controller pass leaves Job ``name`` as it is: no event of it is still pending.
+
+    The controller's own status write is an event too (reconciled once more). rlark-sim reconciles the Jobs of
+    one pass in name order, so a probe Job named after ``name`` gets its Task in a pass that reconciled ``name``
+    first: when ``name``'s resourceVersion did not change meanwhile, that reconcile wrote nothing.
+    """
+    for _ in range(passes):
+        seen = get_job(api, name)["metadata"]["resourceVersion"]
+        probe = jobs("zz-settle", [default_task("actor")])
+        wait_for(lambda probe=probe: tasks_by_key(api, probe), what="the probe's Task")
+        if get_job(api, name)["metadata"]["resourceVersion"] == seen:
+            return
+    raise AssertionError("Job %s still changes after %d controller passes" % (name, passes))
+
+
 def test_node_appearing_later_does_not_move_the_task_until_a_job_event(api, jobs):
     label = "sim-late-" + secrets.token_hex(3)
     name = jobs("late", [template("actor", {"rlinf.io/pool": label}, head=True)])
     wait_for(lambda: tasks_by_key(api, name), what="task")
     assert list(tasks_by_key(api, name)) == [("default", name + "-actor")]
+    # a status write still to be reconciled would be a Job event, and would rightly move the Task
+    settle(api, jobs, name)
     node = {
         "apiVersion": "rlinf.io/v1alpha1",
         "kind": "Node",
