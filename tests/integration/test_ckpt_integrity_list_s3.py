@@ -28,6 +28,7 @@ def s3(sandbox):
 
 
 def upload(sandbox, client, prefix, listed_size=None):
+    """The step's files in write order, then its integrity.json; returns [(relpath, bytes)] in upload order."""
     files = F.tree(ROW, STEP, "complete")
     entries = [
         {"path": rel[len(ITER) + 1 :], "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
@@ -38,7 +39,7 @@ def upload(sandbox, client, prefix, listed_size=None):
         next(e for e in entries if e["path"] == "common.pt")["size"] = listed_size
     body = json.dumps({"algorithm": "sha256", "files": entries}).encode()
     F.write_s3(client, sandbox.s3_bucket, prefix, STEP_DIR, files + [(LIST, body, 0.0)])
-    return files
+    return [(rel, data) for rel, data, _age in files] + [(LIST, body)]
 
 
 def source(sandbox, prefix):
@@ -68,14 +69,19 @@ def test_a_listed_size_that_differs_fails_naming_the_file(sandbox, s3):
 def test_a_flipped_byte_is_found_by_verify_only(sandbox, s3):
     client, run = s3
     prefix = run + "flipped/checkpoints/"
-    files = upload(sandbox, client, prefix)
+    uploaded = upload(sandbox, client, prefix)
     src = source(sandbox, prefix)
     result = gate(sandbox, prefix)
     assert result["complete"] and result["integrity_lists"] == [LIST], result["findings"]
     manifest = integrity.build_manifest(src, STEP_DIR, workers=2)  # what a guarded stop would record
-    data = dict((rel, body) for rel, body, _age in files)[ITER + "/common.pt"]
-    flipped = bytes([data[0] ^ 0xFF]) + data[1:]
-    client.put_object(Bucket=sandbox.s3_bucket, Key=prefix + STEP_DIR + "/" + ITER + "/common.pt", Body=flipped)
+    victim = ITER + "/common.pt"
+    at = [rel for rel, _data in uploaded].index(victim)
+    data = uploaded[at][1]
+    # The flipped file again, then what was written after it (tracker, integrity.json), in the same order:
+    # otherwise the markers are older than the data (stale-marker) once the rewrite lands a second later.
+    rewrite = [(victim, bytes([data[0] ^ 0xFF]) + data[1:])] + uploaded[at + 1 :]
+    for rel, body in rewrite:
+        client.put_object(Bucket=sandbox.s3_bucket, Key=prefix + STEP_DIR + "/" + rel, Body=body)
     result = gate(sandbox, prefix)
     assert result["complete"]  # same size: the listing cannot tell
     integrity.apply(source(sandbox, prefix), result, "verify", manifest=manifest, workers=2)
