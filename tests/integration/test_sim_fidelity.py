@@ -189,7 +189,7 @@ def settle(api, jobs, name, passes=10):
     one pass in name order, so a probe Job named after ``name`` gets its Task in a pass that reconciled ``name``
     first: when ``name``'s resourceVersion did not change meanwhile, that reconcile wrote nothing.
     """
-    for _ in range(passes):
+    for _attempt in range(passes):
         seen = get_job(api, name)["metadata"]["resourceVersion"]
         probe = jobs("zz-settle", [default_task("actor")])
         wait_for(lambda probe=probe: tasks_by_key(api, probe), what="the probe's Task")
