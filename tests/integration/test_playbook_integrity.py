@@ -118,6 +118,27 @@ def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbo
         w.cleanup()
 
 
+def refused_against_the_record(sandbox, w, step_dir, victim, new):
+    """resume.yml -e rlark_checkpoint_integrity=verify from ``step_dir`` is refused for ``victim`` only, with the
+    stop record's manifest as the reference (no manifest file), and creates no Job."""
+    w.created.append(new)
+    args = {
+        "rlark_resume_source": w.name,
+        "rlark_resume_step": int(step_dir.rpartition("_")[2]),
+        "rlark_resume_name": new,
+        "rlark_checkpoint_integrity": "verify",
+    }
+    before = job_names(sandbox)
+    refused = w.play("resume.yml", extra=args)
+    assert refused.rc != 0, refused
+    gate = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"][-1]
+    assert gate["integrity"]["path"] is None  # verified against the recorded manifest, not a file
+    assert [(p["id"], p["severity"], p["path"]) for p in gate["findings"] if p["id"].startswith("integrity")] == [
+        ("integrity-mismatch", "error", victim)
+    ], gate["findings"]
+    assert job_names(sandbox) == before, "a refused resume created a Job"
+
+
 def test_the_record_store_keeps_the_manifest_in_the_stop_record_and_resume_verifies_it(sandbox, tmp_path):
     w = Workload(sandbox, tmp_path)
     try:
@@ -133,23 +154,7 @@ def test_the_record_store_keeps_the_manifest_in_the_stop_record_and_resume_verif
 
         victim = max(expected, key=lambda rel: os.path.getsize(os.path.join(step_dir, rel)))
         flip_middle_byte(os.path.join(step_dir, victim))
-        new = w.name + "-rec"
-        w.created.append(new)
-        args = {
-            "rlark_resume_source": w.name,
-            "rlark_resume_step": int(kept["step_dir"].rpartition("_")[2]),
-            "rlark_resume_name": new,
-            "rlark_checkpoint_integrity": "verify",
-        }
-        before = job_names(sandbox)
-        refused = w.play("resume.yml", extra=args)
-        assert refused.rc != 0, refused
-        gate = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"][-1]
-        assert gate["integrity"]["path"] is None  # verified against the recorded manifest, not a file
-        assert [(p["id"], p["severity"], p["path"]) for p in gate["findings"] if p["id"].startswith("integrity")] == [
-            ("integrity-mismatch", "error", victim)
-        ], gate["findings"]
-        assert job_names(sandbox) == before, "a refused resume created a Job"
+        refused_against_the_record(sandbox, w, kept["step_dir"], victim, w.name + "-rec")
     finally:
         w.cleanup()
 
@@ -179,21 +184,6 @@ def test_on_object_storage_the_stop_record_keeps_the_manifest_and_resume_verifie
         changed = bytearray(objects[victim])
         changed[len(changed) // 2] ^= 0xFF
         s3.put_object(Bucket=sandbox.s3_bucket, Key=step_prefix + victim, Body=bytes(changed))
-        new = w.name + "-s3"
-        w.created.append(new)
-        args = {
-            "rlark_resume_source": w.name,
-            "rlark_resume_step": int(kept["step_dir"].rpartition("_")[2]),
-            "rlark_resume_name": new,
-            "rlark_checkpoint_integrity": "verify",
-        }
-        before = job_names(sandbox)
-        refused = w.play("resume.yml", extra=args)
-        assert refused.rc != 0, refused
-        gate = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"][-1]
-        assert [(p["id"], p["severity"], p["path"]) for p in gate["findings"] if p["id"].startswith("integrity")] == [
-            ("integrity-mismatch", "error", victim)
-        ], gate["findings"]
-        assert job_names(sandbox) == before, "a refused resume created a Job"
+        refused_against_the_record(sandbox, w, kept["step_dir"], victim, w.name + "-s3")
     finally:
         w.cleanup()
