@@ -60,6 +60,21 @@ def ensure_namespace(kube, name):
         log.warning("namespace %s: %s", name, exc)
 
 
+PASS_RECORD = "rlark-sim-pass.json"
+
+
+def write_pass_record(state_dir, number, seen):
+    """After each whole pass: its number and what its informers had seen when it began.
+
+    Tests wait on this instead of sleeping: "a pass that saw my write has ended" is a condition
+    (tests/integration/sim_support.py: sim_passes).
+    """
+    path = os.path.join(state_dir, PASS_RECORD)
+    with open(path + ".tmp", "w") as fh:
+        json.dump({"pid": os.getpid(), "pass": number, "seen": seen}, fh)
+    os.replace(path + ".tmp", path)
+
+
 def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(
@@ -116,8 +131,10 @@ def main(argv=None):
         args.grace_seconds,
         args.tick_seconds,
     )
+    number = 0
     while not stopping.is_set():
         wake.clear()
+        seen = {inf.name: inf.seen_rv for inf in informers}
         for part in (controller, collector, agent, trainers, data_plane):
             if part is None:
                 continue
@@ -125,6 +142,8 @@ def main(argv=None):
                 part.reconcile_all()
             except Exception:
                 log.exception("%s pass failed", type(part).__name__)
+        number += 1
+        write_pass_record(state_dir, number, seen)
         # Informer events wake us early; a short debounce batches bursts of events.
         wake.wait(args.tick_seconds)
         time.sleep(0.05)

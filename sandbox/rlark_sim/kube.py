@@ -4,6 +4,7 @@ Plain ``requests`` on top of the credentials the ``kubernetes`` package reads fr
 simulator sees exactly the API (status codes, validation, pruning) a real controller sees.
 """
 
+import contextlib
 import json
 import logging
 import threading
@@ -176,6 +177,8 @@ class Informer:
     """List+watch cache of one collection; `version` bumps on every change, `wake` is set on every event.
 
     Items are returned sorted by (namespace, name): the order of a kube-apiserver list (etcd key order).
+    `seen_rv`: every change of this collection up to that resourceVersion is in the cache (list, events and
+    bookmarks), so a test can tell that a pass already saw its own write.
     """
 
     def __init__(self, kube, path, wake=None, label_selector=None, name="informer", index_fn=None):
@@ -188,6 +191,7 @@ class Informer:
         self.name = name
         self.items = {}
         self.version = 0
+        self.seen_rv = 0
         self.synced = threading.Event()
         self.lock = threading.Lock()
         self._stop = threading.Event()
@@ -214,6 +218,7 @@ class Informer:
             for obj in data.get("items", []):
                 self._set(obj)
             self._notify()
+            self._saw(data["metadata"].get("resourceVersion"))
         self.synced.set()
         return data["metadata"].get("resourceVersion")
 
@@ -234,12 +239,15 @@ class Informer:
                     new_rv = obj.get("metadata", {}).get("resourceVersion")
                     if etype == "BOOKMARK":
                         rv = new_rv or rv
+                        with self.lock:
+                            self._saw(new_rv)
                         continue
                     with self.lock:
                         if etype == "DELETED":
                             self._drop(obj_key(obj))
                         else:
                             self._set(obj)
+                        self._saw(new_rv)
                         self._notify()
                     rv = new_rv or rv
                     if self._stop.is_set():
@@ -248,6 +256,10 @@ class Informer:
                 log.warning("%s: watch failed (%s); relisting", self.name, exc)
                 rv = None
                 self._stop.wait(1.0)
+
+    def _saw(self, rv):
+        with contextlib.suppress(ValueError):  # resourceVersions are opaque to clients; etcd's are integers
+            self.seen_rv = max(self.seen_rv, int(rv or 0))
 
     def snapshot(self):
         with self.lock:

@@ -80,6 +80,7 @@ class Trainer(threading.Thread):
         self.out.start_container(self.pod["metadata"]["name"])  # a (re)started container: kubelet log range
         try:
             self._run()
+            log.info("%s: trainer ended at step %d", self.local_name, self.step)
         except Killed:
             log.info("%s: trainer killed at step %d", self.local_name, self.step)
         except Exception as exc:  # a simulator bug must not take the process down
