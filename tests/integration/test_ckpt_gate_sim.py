@@ -10,6 +10,7 @@ import secrets
 import time
 
 import pytest
+import sim_support
 from ckpt_gate_support import LocalSource, S3Source, run_gate
 from helpers import run_ansible_module
 from kubernetes import client, config
@@ -76,6 +77,15 @@ def wait_for(predicate, timeout=40, interval=0.05, what="condition"):
     raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
 
 
+def newest_write(tree):
+    return max(os.stat(os.path.join(d, f)).st_mtime for d, _dirs, files in os.walk(tree) for f in files)
+
+
+def wait_quiet(tree, seconds):
+    """Until nothing under ``tree`` was written for ``seconds``: the gate's quiet period is then over."""
+    wait_for(lambda: time.time() - newest_write(tree) > seconds, timeout=seconds + 60, what="%s quiet" % tree)
+
+
 def log_of(sandbox, job):
     path = os.path.join(sandbox.logs_dir, job, job + "-actor-0.log")
     if not os.path.exists(path):
@@ -124,7 +134,7 @@ def test_during_a_save_then_after_it(sandbox, api, make_job):
     assert not no_quiet["complete"] and no_quiet["missing"]
 
     wait_for(lambda: "Global Step: 2/200" in log_of(sandbox, job), timeout=30, what="save 2 finished")
-    time.sleep(1.2)
+    wait_quiet(os.path.join(root, "global_step_2"), 1)
     after = run_gate(LocalSource(root), {"step": 2, "quiet_seconds": 1, "actor_world_size": 2})
     assert after["complete"], (after["missing"], after["findings"])
     assert after["runner"] == "embodied" and after["backend"] == "fsdp" and after["missing"] == []
@@ -140,7 +150,8 @@ def test_save_killed_by_stop_is_incomplete_for_good(sandbox, api, make_job):
     wait_for(lambda: os.path.exists(os.path.join(dcp, "__0_0.distcp")), what="the first shard of step 2")
     api.patch_cluster_custom_object(GROUP, VERSION, "jobs", job, {"spec": {"stopped": True}})
     wait_for(lambda: not pods_of(api, job), timeout=30, interval=0.3, what="pods gone")
-    time.sleep(2.5)
+    sim_support.wait_trainer_gone(sandbox, job + "-actor-0", "killed")
+    wait_quiet(root, 1)
 
     result = run_gate(LocalSource(root), {"quiet_seconds": 1, "actor_world_size": 2})
     assert not result["complete"] and result["step"] == 2 and result["latest_complete_step"] is None
@@ -154,7 +165,6 @@ def test_save_killed_by_stop_is_incomplete_for_good(sandbox, api, make_job):
         assert out.get("failed") and out["complete"] is False
         assert "\n" not in out["msg"] and "global_step_2" in out["msg"] and ".metadata" in out["msg"]
         assert out["changed"] is False
-        time.sleep(1)
 
 
 def test_megatron_reasoning_in_object_storage(sandbox, api, make_job):

@@ -78,10 +78,10 @@ def test_two_tasks_of_one_name_end_the_wait_and_show_in_info(sandbox, kube, clea
     kube.create_cluster_custom_object(GROUP, VERSION, "jobs", job)
     deadline = time.monotonic() + 60  # every Task event is another reconcile, each may pick the other cluster
     while time.monotonic() < deadline and len([k for k in task_keys(kube, name) if k[1] == name + "-env"]) < 2:
-        kube.patch_cluster_custom_object(
+        touched = kube.patch_cluster_custom_object(
             GROUP, VERSION, "jobs", name, {"metadata": {"annotations": {"t": str(time.time())}}}
         )
-        time.sleep(0.5)
+        sim_support.wait_sim_passes(sandbox, touched)
     assert ("rlark-a100", name + "-env") in task_keys(kube, name) and ("rlark-h100", name + "-env") in task_keys(
         kube, name
     )

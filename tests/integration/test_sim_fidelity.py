@@ -6,13 +6,12 @@ One test per observed divergence 1-10, asserting RLark's behaviour; plus the san
 """
 
 import secrets
-import time
 
 import pytest
 import sim_support
 import test_sim_rlark as base
 from kubernetes import client
-from test_sim_rlark import GROUP, VERSION, get_job, job_phase, merge_patch_job, template, wait_for
+from test_sim_rlark import GROUP, VERSION, get_job, job_phase, merge_patch_job, sim_acted_on, template, wait_for
 
 pytestmark = pytest.mark.sandbox
 # The fixtures of test_sim_rlark and sim_support, bound here by assignment.
@@ -35,25 +34,23 @@ def default_task(name, replicas=1, head=False, **extra):
 
 # ---------------------------------------------------------------- 1: unordered resolution
 @pytest.mark.sim_only
-def test_ordered_resolution_takes_the_first_listed_node_and_stays(api, jobs, sim_mode):
+def test_ordered_resolution_takes_the_first_listed_node_and_stays(sandbox, api, jobs, sim_mode):
     sim_mode(remove=["--random-resolution"])
     name = jobs("dual", [template("actor", {"kubernetes.io/hostname": "dual-01"}, head=True)])
     wait_for(lambda: tasks_by_key(api, name), what="task")
     merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}})  # more reconciles
-    merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "2"}}})
-    time.sleep(2)
+    sim_acted_on(api, sandbox, merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "2"}}}))
     assert list(tasks_by_key(api, name)) == [("rlark-a100", name + "-actor")]
 
 
-def test_two_cluster_selector_makes_a_task_in_each_namespace(api, jobs, sim_mode):
+def test_two_cluster_selector_makes_a_task_in_each_namespace(sandbox, api, jobs, sim_mode):
     sim_mode(add=["--random-resolution"])
     name = jobs("dual", [template("actor", {"kubernetes.io/hostname": "dual-01"}, head=True)])
     # each reconcile may pick the other cluster's dual-01; every Task event is another reconcile
     for i in range(60):
         if len(tasks_by_key(api, name)) == 2:
             break
-        merge_patch_job(api, name, {"metadata": {"annotations": {"touch": str(i)}}})
-        time.sleep(0.5)
+        sim_acted_on(api, sandbox, merge_patch_job(api, name, {"metadata": {"annotations": {"touch": str(i)}}}))
     assert set(tasks_by_key(api, name)) == {("rlark-a100", name + "-actor"), ("rlark-h100", name + "-actor")}
 
 
@@ -62,7 +59,7 @@ def test_added_template_task_is_created_then_status_sync_panics(api, jobs):
     actor, rollout = default_task("actor", head=True), default_task("rollout")
     name = jobs("added", [actor, rollout])
     wait_for(lambda: len(tasks_by_key(api, name)) == 2, what="two tasks")
-    wait_for(lambda: [e.get("phase") for e in get_job(api, name)["status"]["tasks"]] == ["Pending"] * 2, what="entries")
+    wait_for(lambda: [e.get("phase") for e in entries(api, name)] == ["Pending"] * 2, what="entries")
     merge_patch_job(api, name, {"spec": {"tasks": [actor, default_task("learner"), rollout]}})
     wait_for(lambda: ("default", name + "-learner") in tasks_by_key(api, name), what="the new Task")
     # RLark dereferences the missing entry only while the Task has a phase (as soon as an agent serves it)
@@ -82,17 +79,21 @@ def test_added_template_task_is_created_then_status_sync_panics(api, jobs):
 
 # ---------------------------------------------------------------- 3: status.tasks entries
 def set_task_status(api, name, phase, message):
-    api.patch_namespaced_custom_object_status(
+    return api.patch_namespaced_custom_object_status(
         GROUP, VERSION, "default", "tasks", name, {"status": {"phase": phase, "message": message}}
     )
 
 
+def entries(api, job):
+    """status.tasks of Job ``job``; [] until the controller first wrote a status."""
+    return (get_job(api, job).get("status") or {}).get("tasks") or []
+
+
 def entry(api, job, task):
-    entries = (get_job(api, job).get("status") or {}).get("tasks") or []
-    return next((e for e in entries if e["name"] == task), {})
+    return next((e for e in entries(api, job) if e["name"] == task), {})
 
 
-def test_status_entries_follow_phase_changes_only_and_take_even_an_empty_message(api, jobs):
+def test_status_entries_follow_phase_changes_only_and_take_even_an_empty_message(sandbox, api, jobs):
     name = jobs("entries", [default_task("actor", head=True)])
     # a just-created Task's entry is Pending although nothing wrote the Task's status
     wait_for(lambda: entry(api, name, "actor").get("phase") == "Pending", what="entry Pending")
@@ -101,9 +102,8 @@ def test_status_entries_follow_phase_changes_only_and_take_even_an_empty_message
     set_task_status(api, name + "-actor", "Running", "started")
     wait_for(lambda: entry(api, name, "actor") == {"name": "actor", "phase": "Running", "message": "started"})
     wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
-    set_task_status(api, name + "-actor", "Running", "a later message")
-    merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}})
-    time.sleep(2)
+    later = set_task_status(api, name + "-actor", "Running", "a later message")
+    sim_acted_on(api, sandbox, later, merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}}))
     assert entry(api, name, "actor")["message"] == "started"  # same phase: message not copied
     set_task_status(api, name + "-actor", "Stopped", "")
     wait_for(lambda: entry(api, name, "actor") == {"name": "actor", "phase": "Stopped"}, what="message replaced")
@@ -118,7 +118,7 @@ def totals_and_ranks(api, job):
     return {short: (a[TOTAL], a[RANK]) for short, a in annotations(api, job).items()}
 
 
-def test_replica_change_by_update_leaves_other_tasks_annotations_stale(api, jobs):
+def test_replica_change_by_update_leaves_other_tasks_annotations_stale(sandbox, api, jobs):
     actor, rollout, env = default_task("actor", head=True), default_task("rollout", replicas=2), default_task("env")
     name = jobs("stale", [actor, rollout, env])
     wait_for(lambda: len(tasks_by_key(api, name)) == 3, what="three tasks")
@@ -126,8 +126,7 @@ def test_replica_change_by_update_leaves_other_tasks_annotations_stale(api, jobs
     rollout["kubernetes"]["workload"]["replicas"] = 3
     merge_patch_job(api, name, {"spec": {"tasks": [actor, rollout, env]}})
     wait_for(lambda: totals_and_ranks(api, name)["rollout"] == ("5", "1"), what="rollout updated")
-    merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}})
-    time.sleep(2)
+    sim_acted_on(api, sandbox, merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}}))
     # spec-only compare: the actor's and env's Tasks did not change, their annotations are never rewritten
     assert totals_and_ranks(api, name) == {"actor": ("4", "0"), "rollout": ("5", "1"), "env": ("4", "3")}
 
@@ -155,7 +154,7 @@ def test_without_head_task_there_is_no_head_annotation(api, jobs):
 
 
 # ---------------------------------------------------------------- 7: Go re-encoding
-def test_task_spec_is_go_encoded(api, jobs):
+def test_task_spec_is_go_encoded(sandbox, api, jobs):
     tpl = default_task("actor", head=True)
     container = tpl["kubernetes"]["workload"]["template"]["spec"]["containers"][0]
     container["resources"] = {"limits": {"cpu": "1000m", "memory": "1024Mi"}, "requests": {"cpu": "1500m"}}
@@ -169,8 +168,7 @@ def test_task_spec_is_go_encoded(api, jobs):
     assert workload["template"]["metadata"] == {}
     # re-sent on every reconcile (1000m != 1 for Go's DeepEqual), but the server ignores the no-op
     rv = task["metadata"]["resourceVersion"]
-    merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}})
-    time.sleep(2)
+    sim_acted_on(api, sandbox, merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}}))
     assert tasks_by_key(api, name)[("default", name + "-actor")]["metadata"]["resourceVersion"] == rv
 
 
@@ -182,38 +180,35 @@ def test_first_comma_value_is_not_trimmed(api, jobs):
 
 
 # ---------------------------------------------------------------- 9: event-driven resolution
-def settle(api, jobs, name, passes=10):
-    """Until a whole controller pass leaves Job ``name`` as it is: no event of it is still pending.
+def settle(api, sandbox, name, rounds=10):
+    """Until the controller acted on Job ``name`` and left it as it was: no event of it is still pending.
 
-    The controller's own status write is an event too (reconciled once more). rlark-sim reconciles the Jobs of
-    one pass in name order, so a probe Job named after ``name`` gets its Task in a pass that reconciled ``name``
-    first: when ``name``'s resourceVersion did not change meanwhile, that reconcile wrote nothing.
+    Its own status write is an event too (reconciled once more), so this repeats while the Job changes.
     """
-    for _attempt in range(passes):
-        seen = get_job(api, name)["metadata"]["resourceVersion"]
-        probe = jobs("zz-settle", [default_task("actor")])
-        wait_for(lambda probe=probe: tasks_by_key(api, probe), what="the probe's Task")
-        if get_job(api, name)["metadata"]["resourceVersion"] == seen:
+    for _attempt in range(rounds):
+        job = get_job(api, name)
+        sim_acted_on(api, sandbox, job)
+        if get_job(api, name)["metadata"]["resourceVersion"] == job["metadata"]["resourceVersion"]:
             return
-    raise AssertionError("Job %s still changes after %d controller passes" % (name, passes))
+    raise AssertionError("Job %s still changes after %d rounds of the controller" % (name, rounds))
 
 
-def test_node_appearing_later_does_not_move_the_task_until_a_job_event(api, jobs):
+def test_node_appearing_later_does_not_move_the_task_until_a_job_event(sandbox, api, jobs):
     label = "sim-late-" + secrets.token_hex(3)
     name = jobs("late", [template("actor", {"rlinf.io/pool": label}, head=True)])
     wait_for(lambda: tasks_by_key(api, name), what="task")
     assert list(tasks_by_key(api, name)) == [("default", name + "-actor")]
     # a status write still to be reconciled would be a Job event, and would rightly move the Task
-    settle(api, jobs, name)
+    settle(api, sandbox, name)
     node = {
         "apiVersion": "rlinf.io/v1alpha1",
         "kind": "Node",
         "metadata": {"name": label, "labels": {"rlinf.io/pool": label, "kubernetes.io/hostname": label}},
         "spec": {},
     }
-    api.create_namespaced_custom_object(GROUP, VERSION, "rlark-edge", "nodes", node)
+    created = api.create_namespaced_custom_object(GROUP, VERSION, "rlark-edge", "nodes", node)
     try:
-        time.sleep(3)
+        sim_acted_on(api, sandbox, created)
         assert list(tasks_by_key(api, name)) == [("default", name + "-actor")]
         merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}})
         wait_for(lambda: ("rlark-edge", name + "-actor") in tasks_by_key(api, name), what="re-resolved on a Job event")
@@ -272,18 +267,18 @@ def owned_task(api, job_name):
 
 
 @pytest.mark.sim_only
-def test_garbage_collector_without_controller_and_no_gc(api, jobs, sim_mode):
+def test_garbage_collector_without_controller_and_no_gc(sandbox, api, jobs, sim_mode):
     sim_mode(add=["--no-controller"])  # one flag-like --sim-args value: parsed, not an argparse error
     name = jobs("gc", [default_task("actor", head=True)])
-    owned_task(api, name)
-    time.sleep(1)
+    sim_support.wait_sim_passes(sandbox, get_job(api, name), owned_task(api, name))
     assert list(tasks_by_key(api, name)) == [("default", name + "-by-hand")]  # no controller: no Task of its own
     api.delete_cluster_custom_object(GROUP, VERSION, "jobs", name)
     wait_for(lambda: not tasks_by_key(api, name), what="cascade by the garbage collector")
     sim_mode(add=["--no-controller", "--no-gc"])
     name = jobs("nogc", [default_task("actor", head=True)])
     owned_task(api, name)
-    api.delete_cluster_custom_object(GROUP, VERSION, "jobs", name)
-    time.sleep(3)
+    api.delete_cluster_custom_object(GROUP, VERSION, "jobs", name)  # answers a Status: no resourceVersion
+    # a later Job event: a pass that saw it saw the delete before it
+    sim_support.wait_sim_passes(sandbox, get_job(api, jobs("mark", [default_task("actor")])))
     assert list(tasks_by_key(api, name)) == [("default", name + "-by-hand")]
     api.delete_namespaced_custom_object(GROUP, VERSION, "default", "tasks", name + "-by-hand")

@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+import sim_support
 from helpers import ROOT
 from kubernetes import client, config
 
@@ -137,8 +138,13 @@ def wait_for(predicate, timeout=30, interval=0.2, what="condition"):
     raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
 
 
+def phase_of(obj):
+    """status.phase, None before anything wrote a status (a just-created Task or Pod CR has none)."""
+    return (obj.get("status") or {}).get("phase")
+
+
 def job_phase(api, name):
-    return (get_job(api, name).get("status") or {}).get("phase")
+    return phase_of(get_job(api, name))
 
 
 def read_log(sandbox, job, pod):
@@ -159,7 +165,27 @@ def wait_log(sandbox, job, text, timeout=30):
 
 
 def merge_patch_job(api, name, body):
-    api.patch_cluster_custom_object(GROUP, VERSION, "jobs", name, body)
+    return api.patch_cluster_custom_object(GROUP, VERSION, "jobs", name, body)
+
+
+def sim_acted_on(api, sandbox, *written):
+    """Until the sandbox's controller and agent have acted on ``written`` (what writes returned): in place of
+    a sleep before asserting that something did not happen.
+
+    rlark-sim: two whole passes that saw them (sim_support.wait_sim_passes). With RLark's real
+    controller-manager in place of rlark-sim's controller its passes cannot be seen: a probe Job's Task, made
+    after the writes, is one more trip through its work queue.
+    """
+    sim_support.wait_sim_passes(sandbox, *written)
+    if sandbox.state.get("controller_manager"):
+        probe = "zz-probe-%s" % secrets.token_hex(3)
+        body = {"apiVersion": "rlinf.io/v1alpha1", "kind": "Job", "metadata": {"name": probe}}
+        body["spec"] = {"tasks": [template("actor", None, head=True)]}
+        api.create_cluster_custom_object(GROUP, VERSION, "jobs", body)
+        try:
+            wait_for(lambda: tasks_of(api, probe), what="the probe Job's Task")
+        finally:
+            api.delete_cluster_custom_object(GROUP, VERSION, "jobs", probe)
 
 
 def trainer_env(**extra):
@@ -190,14 +216,14 @@ def test_namespace_from_first_comma_value(api, jobs):
     assert task["metadata"]["namespace"] == "rlark-h100"
 
 
-def test_empty_or_unmatched_selector_goes_to_default(api, jobs):
+def test_empty_or_unmatched_selector_goes_to_default(sandbox, api, jobs):
     name = jobs(
         "nsdef",
         [template("actor", None, head=True), template("rollout", {"kubernetes.io/hostname": "no-such-node"})],
     )
     tasks = wait_for(lambda: len(tasks_of(api, name)) == 2 and tasks_of(api, name), what="two tasks")
     assert {t["metadata"]["namespace"] for t in tasks.values()} == {"default"}
-    time.sleep(1.5)
+    sim_acted_on(api, sandbox, *tasks.values())
     # No agent serves `default`: nothing ever writes these Tasks' status, the Job stays Pending.
     assert all(not (t.get("status") or {}).get("phase") for t in tasks_of(api, name).values())
     assert job_phase(api, name) == "Pending"
@@ -269,7 +295,7 @@ def test_stop_then_pod_crs_gone_after_grace(sandbox, api, jobs):
     assert len(pod_crs(api, name + "-rollout")) == 2
 
 
-def test_no_eligible_node_keeps_task_pending_with_message(api, jobs):
+def test_no_eligible_node_keeps_task_pending_with_message(sandbox, api, jobs):
     name = jobs("pend", [template("actor", {"kubernetes.io/hostname": "h100-02"}, head=True)])  # Offline
     task = wait_for(
         lambda: (
@@ -281,13 +307,13 @@ def test_no_eligible_node_keeps_task_pending_with_message(api, jobs):
     assert task["metadata"]["namespace"] == "rlark-h100"
     assert task["status"]["phase"] == "Pending"
     assert not [p for p in pod_crs(api, name + "-actor") if (p.get("status") or {}).get("phase") == "Running"]
-    time.sleep(1)
+    sim_acted_on(api, sandbox, task)
     assert job_phase(api, name) == "Pending"
 
 
 def test_pod_crs_placed_on_distinct_eligible_nodes(api, apps, jobs):
     name = jobs("place", [template("rollout", {"kubernetes.io/hostname": "a100-01,a100-02,a100-03"}, replicas=3)])
-    wait_for(lambda: len([p for p in pod_crs(api, name + "-rollout") if p["status"].get("phase") == "Running"]) == 3)
+    wait_for(lambda: len([p for p in pod_crs(api, name + "-rollout") if phase_of(p) == "Running"]) == 3)
     pods = pod_crs(api, name + "-rollout")
     assert sorted(p["status"]["node"] for p in pods) == ["a100-01", "a100-02", "a100-03"]
     assert sorted(p["metadata"]["labels"]["rlark.io/local-pod-name"] for p in pods) == [
@@ -316,28 +342,26 @@ def test_pod_crs_placed_on_distinct_eligible_nodes(api, apps, jobs):
         name,
         {"spec": {"tasks": [template("rollout", {"kubernetes.io/hostname": "a100-01,a100-02,a100-03"}, replicas=4)]}},
     )
-    wait_for(lambda: tasks_of(api, name)[name + "-rollout"]["status"].get("phase") == "Pending", what="Pending at 4")
+    wait_for(lambda: phase_of(tasks_of(api, name)[name + "-rollout"]) == "Pending", what="Pending at 4")
 
 
-def test_succeeded_or_failed_job_is_frozen(api, jobs):
+def test_succeeded_or_failed_job_is_frozen(sandbox, api, jobs):
     name = jobs("frozen", [template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True)])
     wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
     api.patch_cluster_custom_object_status(GROUP, VERSION, "jobs", name, {"status": {"phase": "Failed"}})
-    merge_patch_job(api, name, {"spec": {"stopped": True}})
-    time.sleep(3)
+    sim_acted_on(api, sandbox, merge_patch_job(api, name, {"spec": {"stopped": True}}))
     assert job_phase(api, name) == "Failed"
     task = tasks_of(api, name)[name + "-actor"]
     assert task["spec"]["kubernetes"]["workload"]["replicas"] == 1
     assert task["status"]["phase"] == "Running"
 
 
-def test_removed_template_leaves_orphaned_task(api, jobs):
+def test_removed_template_leaves_orphaned_task(sandbox, api, jobs):
     actor = template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True)
     rollout = template("rollout", {"kubernetes.io/hostname": "a100-02"})
     name = jobs("orphan", [actor, rollout])
     wait_for(lambda: len(tasks_of(api, name)) == 2, what="two tasks")
-    merge_patch_job(api, name, {"spec": {"tasks": [actor]}})
-    time.sleep(3)
+    sim_acted_on(api, sandbox, merge_patch_job(api, name, {"spec": {"tasks": [actor]}}))
     tasks = tasks_of(api, name)
     assert set(tasks) == {name + "-actor", name + "-rollout"}
     assert tasks[name + "-rollout"]["spec"]["kubernetes"]["workload"]["replicas"] == 1
@@ -364,7 +388,7 @@ def with_kind(tpl, kind):
     return tpl
 
 
-def test_deployment_short_of_replicas_turns_a_running_job_failed(api, apps, jobs):
+def test_deployment_short_of_replicas_turns_a_running_job_failed(sandbox, api, apps, jobs):
     actor = template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True)
     rollout = with_kind(template("rollout", {"kubernetes.io/hostname": "a100-02,a100-03"}, replicas=2), "Deployment")
     name = jobs("deploy", [actor, rollout])
@@ -373,18 +397,14 @@ def test_deployment_short_of_replicas_turns_a_running_job_failed(api, apps, jobs
     rollout["kubernetes"]["workload"]["replicas"] = 3  # two eligible nodes only
     merge_patch_job(api, name, {"spec": {"tasks": [actor, rollout]}})
     task = wait_for(
-        lambda: (
-            tasks_of(api, name)[name + "-rollout"]["status"].get("phase") == "Failed"
-            and tasks_of(api, name)[name + "-rollout"]
-        ),
+        lambda: phase_of(tasks_of(api, name)[name + "-rollout"]) == "Failed" and tasks_of(api, name)[name + "-rollout"],
         what="deployment task Failed",
     )
     assert task["status"]["message"] == "deployment replicas unavailable 1"
     wait_for(lambda: job_phase(api, name) == "Failed", what="job Failed")
     job = get_job(api, name)
     assert job["status"].get("endTime")
-    merge_patch_job(api, name, {"spec": {"stopped": True}})  # terminal: ignored
-    time.sleep(2)
+    sim_acted_on(api, sandbox, merge_patch_job(api, name, {"spec": {"stopped": True}}))  # terminal: ignored
     assert job_phase(api, name) == "Failed"
     assert tasks_of(api, name)[name + "-rollout"]["spec"]["kubernetes"]["workload"]["replicas"] == 3
 
@@ -454,7 +474,7 @@ def test_save_killed_by_stop_stays_partial_and_resume_from_it_fails(sandbox, api
     wait_for(lambda: os.path.exists(os.path.join(dcp, "__0_0.distcp")), timeout=30, interval=0.05)
     merge_patch_job(api, name, {"spec": {"stopped": True}})
     wait_for(lambda: not pod_crs(api, name + "-actor"), timeout=20, what="pods gone")
-    time.sleep(2)
+    sim_support.wait_trainer_gone(sandbox, name + "-actor-0", "killed")  # a write still under way would have landed
     assert os.path.exists(os.path.join(dcp, "__0_0.distcp"))
     assert not os.path.exists(os.path.join(dcp, ".metadata"))
     assert not os.path.exists(os.path.join(step_dir, "actor", "model_state_dict", "full_weights.pt"))
@@ -464,7 +484,7 @@ def test_save_killed_by_stop_stays_partial_and_resume_from_it_fails(sandbox, api
     resume = "/data/rlinf/logs/%s/checkpoints/global_step_2" % exp
     again = jobs("killres", [hostpath_head("actor", "a100-03", embodied_script(exp, resume=resume), trainer_env())])
     log = wait_log(sandbox, again, "Could not find a valid DCP checkpoint")
-    time.sleep(1.5)
+    sim_support.wait_trainer_gone(sandbox, again + "-actor-0", "ended")
     assert "Global Step:" not in read_log(sandbox, again, again + "-actor-0")
     assert os.path.isdir(step_dir), "the partial checkpoint is never cleaned up"
 
@@ -610,7 +630,7 @@ def test_killing_and_restarting_sim_keeps_the_same_objects(sandbox, api, apps, j
     assert new_proc["pid"] != proc["pid"]
     # The restarted trainer behaves like a restarted container: the run script starts again.
     wait_for(lambda: read_log(sandbox, name, name + "-actor-0").count("Executing run script...") == 2, timeout=30)
-    time.sleep(3)  # several passes of the new process
+    sim_support.wait_sim_passes(sandbox, passes=3)  # whole passes of the new process
     assert snapshot(api, apps, name, names) == before
     assert job_phase(api, name) == "Running"
     merge_patch_job(api, name, {"spec": {"stopped": True}})
