@@ -88,39 +88,27 @@ def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbo
         # One flipped byte in one file of that step: refused before anything is created.
         victim = max(expected, key=lambda rel: os.path.getsize(os.path.join(step_dir, rel)))
         flip_middle_byte(os.path.join(step_dir, victim))
-        new = w.name + "-ok"
-        w.created.append(new)
-        args = {
-            "rlark_resume_source": w.name,
-            "rlark_resume_step": int(step_name.rpartition("_")[2]),
-            "rlark_resume_name": new,
-            "rlark_checkpoint_integrity": "verify",
-        }
-        before = job_names(sandbox)
-        refused = w.play("resume.yml", extra=args)
-        assert refused.rc != 0, refused
-        gates = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"]
-        assert gates, all_output(refused)[-3000:]
-        gate = gates[-1]
+        args, refused, gate = refused_resume(sandbox, w, step_name, w.name + "-ok")
         assert [(p["id"], p["severity"]) for p in gate["findings"] if p["id"].startswith("integrity")] == [
             ("integrity-mismatch", "error")
         ], gate["findings"]
         assert victim in all_output(refused)
-        assert job_names(sandbox) == before, "a refused resume created a Job"
 
         # The byte restored: the same resume creates the Job.
         flip_middle_byte(os.path.join(step_dir, victim))
         assert step_files(step_dir) == expected
         run = w.play("resume.yml", extra=args)
         assert run.rc == 0, [r.get("msg") for _t, r in run.task_results() if r.get("failed")]
-        assert new in job_names(sandbox)
+        assert args["rlark_resume_name"] in job_names(sandbox)
     finally:
         w.cleanup()
 
 
-def refused_against_the_record(sandbox, w, step_dir, victim, new):
-    """resume.yml -e rlark_checkpoint_integrity=verify from ``step_dir`` is refused for ``victim`` only, with the
-    stop record's manifest as the reference (no manifest file), and creates no Job."""
+def refused_resume(sandbox, w, step_dir, new):
+    """resume.yml -e rlark_checkpoint_integrity=verify of ``step_dir`` as Job ``new``: refused, and no Job made.
+
+    Returns (the extra vars, the run, the result of its last gate task).
+    """
     w.created.append(new)
     args = {
         "rlark_resume_source": w.name,
@@ -131,12 +119,19 @@ def refused_against_the_record(sandbox, w, step_dir, victim, new):
     before = job_names(sandbox)
     refused = w.play("resume.yml", extra=args)
     assert refused.rc != 0, refused
-    gate = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"][-1]
+    gates = [r for task, r in refused.task_results() if task == "Gate the checkpoint where it lives"]
+    assert gates, all_output(refused)[-3000:]
+    assert job_names(sandbox) == before, "a refused resume created a Job"
+    return args, refused, gates[-1]
+
+
+def refused_against_the_record(sandbox, w, step_dir, victim, new):
+    """The resume is refused for ``victim`` only, with the stop record's manifest as the reference (no file)."""
+    gate = refused_resume(sandbox, w, step_dir, new)[2]
     assert gate["integrity"]["path"] is None  # verified against the recorded manifest, not a file
     assert [(p["id"], p["severity"], p["path"]) for p in gate["findings"] if p["id"].startswith("integrity")] == [
         ("integrity-mismatch", "error", victim)
     ], gate["findings"]
-    assert job_names(sandbox) == before, "a refused resume created a Job"
 
 
 def test_the_record_store_keeps_the_manifest_in_the_stop_record_and_resume_verifies_it(sandbox, tmp_path):
