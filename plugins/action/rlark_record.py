@@ -10,8 +10,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.rlark.ops.plugins.module_utils.log_records import move_exports
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 from ansible_collections.rlark.ops.plugins.module_utils.records import (
-    DEFAULT_MODE,
     acting_identity,
+    file_mode,
     new_run_id,
     write_record,
 )
@@ -32,16 +32,6 @@ ARGUMENT_SPEC = {
     "outcome": {"type": "str"},
     "mode": {"type": "raw"},
 }
-
-
-def file_mode(value):
-    """0640 from ``'0640'``, ``'640'``, ``0o640`` or 416; ValueError otherwise."""
-    if value in (None, ""):
-        return DEFAULT_MODE
-    mode = value if isinstance(value, int) else int(str(value), 8)
-    if not 0 <= mode <= 0o777:
-        raise ValueError("%r is not a file mode such as '0640'" % (value,))
-    return mode
 
 
 class ActionModule(ActionBase):

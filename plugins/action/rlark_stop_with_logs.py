@@ -5,9 +5,7 @@
 The logs are read where the controller reads them (the rlark.ops.job_logs sources), so this always
 runs in the worker process; progress lines of the wait go to the terminal as they happen.
 
-With ``checkpoint_wait`` the same call first waits for the next complete checkpoint (the gate runs
-on the task's target, as rlark_ckpt_wait does) and sends the stop within milliseconds of the
-verdict: no task, no module start and no client setup between the two.
+The guarded stop (gate, verdict, write-ahead record) is rlark_guarded_stop; this is the plain stop.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,14 +18,11 @@ import tempfile
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.rlark.ops.plugins.action.rlark_ckpt_wait import checkpoint_wait
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import not_ready_reason
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, export_logs, head_pod_name
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import stop_with_logs
-from ansible_collections.rlark.ops.plugins.module_utils.verify import log_report
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
 
 # Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
@@ -51,20 +46,7 @@ SPEC = dict(
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=600),
     wait_sleep=dict(type="float", default=1.0),
-    checkpoint_wait=dict(type="dict"),
-    done_markers=dict(type="list", elements="raw", default=[]),
-    markers_live=dict(type="dict", default={}),
 )
-
-
-def markers_missing(markers, live):
-    """``ready`` for stop_with_logs: the configured "uploads finished" markers in the head log."""
-
-    def ready(head_log):
-        report = log_report(head_log, startup=markers, live=live)
-        return "" if report["ok"] else "Not finished yet: " + "; ".join(report["missing"] + report["errors"])
-
-    return ready
 
 
 class ActionModule(ActionBase):
@@ -102,16 +84,6 @@ class ActionModule(ActionBase):
         client = None
         try:
             client = client_from_params(p, timeout=p["wait_timeout"] + 60, log=display.vvv)
-            if p["checkpoint_wait"]:
-                # Client ready before the wait: the stop follows the verdict with nothing in between.
-                result["gate"] = checkpoint_wait(self, p["checkpoint_wait"], task_vars, progress)
-                wait_args = p["checkpoint_wait"]
-                not_ready = not_ready_reason(
-                    result["gate"], wait_args.get("newer_than", -1), wait_args.get("newest_complete", True)
-                )
-                if not_ready:
-                    result.update(failed=True, changed=False, msg=not_ready)
-                    return result
             outcome = stop_with_logs(
                 client,
                 name,
@@ -122,7 +94,6 @@ class ActionModule(ActionBase):
                 timeout=p["wait_timeout"],
                 interval=p["wait_sleep"],
                 progress=progress,
-                ready=markers_missing(p["done_markers"], p["markers_live"]) if p["done_markers"] else None,
                 export_dir=export_dir,
                 accept_truncated=p["accept_truncated_logs"],
             )

@@ -7,7 +7,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_summary import summarize as summarize_gate
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS
@@ -67,14 +66,9 @@ def gate_summary(result):
     return summarize_gate(plain(result))
 
 
-def gate_refusal(result, waiting_elsewhere=False):
-    return role_verdicts.gate_refusal(plain(result), bool(waiting_elsewhere))
-
-
 class FilterModule:
     def filters(self):
         return {
             "checkpoint_wait_options": checkpoint_wait_options,
             "gate_summary": gate_summary,
-            "gate_refusal": gate_refusal,
         }

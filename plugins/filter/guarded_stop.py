@@ -11,8 +11,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts, stop_record
 from ansible_collections.rlark.ops.plugins.module_utils import stop_summary as stop_summaries
+from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop import outcomes
 from ansible_collections.rlark.ops.plugins.module_utils.query import QueryError, plain, query
 
 
@@ -39,10 +39,6 @@ def empty_selection_message(jobs=None, selectors=None, expression=""):
         "The selection matched no Job (%s), so nothing was stopped. Check the names, selectors and query, or set "
         "rlark_allow_empty_selection: true when an empty selection is expected." % ("; ".join(given) or "nothing given")
     )
-
-
-def stop_outcome_fields(outcome, reason="", identity=None, selection=None, stop=None, step=None):
-    return stop_record.outcome_fields(outcome, reason, plain(identity), plain(selection), plain(stop), step)
 
 
 def select_jobs(resources, expression=""):
@@ -85,23 +81,14 @@ def stop_outcomes(outcomes, jobs):
     return out
 
 
-def build_stop_record(resource, manifest=None, location=None, gate=None):
-    return stop_record.build(plain(resource), plain(manifest), plain(location), plain(gate))
-
-
 def log_record_name(item):
     """``{key: pod, value: text}`` -> ``{key: "log-<pod>", value: text}`` for rlark_record ``files``."""
     return {"key": "log-%s" % item["key"], "value": item["value"]}
 
 
-def stop_outcome(result, job, gate=None, record="", identity=""):
-    return role_verdicts.stop_outcome(job, plain(result), plain(gate), record, identity)
-
-
-def refusal_outcome(reason, job, stopped_before=False, stopped_now=False, check_mode=False, step=None, findings=None):
-    return role_verdicts.refusal_outcome(
-        job, reason, bool(stopped_before), bool(stopped_now), bool(check_mode), step, plain(findings)
-    )
+def refusal_outcome(reason, job, stopped_before=False, stopped_now=False, check_mode=False, findings=None):
+    return outcomes.refusal_outcome(job, reason, bool(stopped_before), bool(stopped_now), bool(check_mode), None,
+                                    plain(findings))  # fmt: skip
 
 
 def stop_summary(results):
@@ -113,13 +100,10 @@ class FilterModule:
         return {
             "empty_selection_message": empty_selection_message,
             "query_problem": query_problem,
-            "stop_outcome_fields": stop_outcome_fields,
             "select_jobs": select_jobs,
             "refusal": refusal,
             "stop_outcomes": stop_outcomes,
-            "build_stop_record": build_stop_record,
             "log_record_name": log_record_name,
             "stop_summary": stop_summary,
-            "stop_outcome": stop_outcome,
             "refusal_outcome": refusal_outcome,
         }

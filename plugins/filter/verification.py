@@ -37,14 +37,6 @@ def resume_patterns(resume_dir):
     return verify.resume_patterns(resume_dir)
 
 
-def marker_report(markers, text, live=None):
-    """The configured "uploads finished" markers: log regexes or ``jmespath:`` conditions that must hold."""
-    report = verify.log_report(text, startup=plain(markers), live=plain(live))
-    out = {"ok": report["ok"], "seen": report["seen"], "missing": report["missing"], "errors": report["errors"]}
-    out["reason"] = role_verdicts.marker_refusal(out)
-    return out
-
-
 def verify_report(running, job, mode="normal", submitted=None, signals=None, logs=None, **resume_mode):
     """The verify record's report with its verdict ``ok`` (resume mode: ``resume``, ``next_gate``, ``resume_step``,
     ``need_next_checkpoint``)."""
@@ -77,7 +69,6 @@ class FilterModule:
             "resume_report": resume_report,
             "signal_regexes": signal_regexes,
             "resume_patterns": resume_patterns,
-            "marker_report": marker_report,
             "verify_report": verify_report,
             "pod_names": pod_names,
         }

@@ -212,11 +212,12 @@ def ensure_present(client, desired, update=False, check_mode=False, before_write
     )
 
 
-def set_stopped(client, name, stopped, check_mode=False):
+def set_stopped(client, name, stopped, check_mode=False, annotations=None):
     """Guarded stop/start: merge patch of ``spec.stopped`` with a resourceVersion precondition.
 
     A 409 means someone else wrote the Job: re-read and decide again, so of two concurrent stops
-    exactly one reports a change. Returns ``{changed, job, before, action}``.
+    exactly one reports a change. ``annotations`` ride along in the same patch (a guarded stop names
+    its run, so a later read tells its stop from anyone else's). Returns ``{changed, job, before, action}``.
     """
     action = "stop" if stopped else "start"
     for _attempt in range(MAX_CONFLICT_RETRIES):
@@ -238,9 +239,9 @@ def set_stopped(client, name, stopped, check_mode=False):
         if bool((live.get("spec") or {}).get("stopped")) == bool(stopped):
             return {"changed": False, "job": live, "before": live, "action": "unchanged"}
         patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "spec": {"stopped": stopped}}
-        applied = read_back_if(
-            client, name, check_mode, lambda now: bool((now.get("spec") or {}).get("stopped")) == bool(stopped)
-        )
+        if annotations:
+            patch["metadata"]["annotations"] = dict(annotations)
+        applied = read_back_if(client, name, check_mode, lambda now: _carries(now, stopped, annotations))
         try:
             patched = client.merge_patch(job_path(name), patch, dry_run=check_mode, on_ambiguous=applied)
         except ApiError as exc:
@@ -252,6 +253,13 @@ def set_stopped(client, name, stopped, check_mode=False):
         "Job %r kept changing while trying to %s it." % (name, action),
         [finding("job-conflict", "Gave up after %d conflicting writes." % MAX_CONFLICT_RETRIES, path="metadata")],
     )
+
+
+def _carries(job, stopped, annotations=None):
+    """The Job reads ``spec.stopped == stopped`` with every one of ``annotations`` (a write that landed)."""
+    held = ((job.get("metadata") or {}).get("annotations")) or {}
+    same = bool((job.get("spec") or {}).get("stopped")) == bool(stopped)
+    return same and all(held.get(k) == v for k, v in (annotations or {}).items())
 
 
 def pvc_claims(job):

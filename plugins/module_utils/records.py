@@ -103,6 +103,16 @@ def acting_identity(api_user=None, api_identity=None):
     return out
 
 
+def file_mode(value):
+    """0640 from ``'0640'``, ``'640'``, ``0o640`` or 416; ValueError otherwise."""
+    if value in (None, ""):
+        return DEFAULT_MODE
+    mode = value if isinstance(value, int) else int(str(value), 8)
+    if not 0 <= mode <= 0o777:
+        raise ValueError("%r is not a file mode such as '0640'" % (value,))
+    return mode
+
+
 def _epoch_seconds_key(key):
     # ``*mtime`` in epoch seconds reads better as ISO-8601; ``*_ns`` values (a tree proof compares them to the
     # nanosecond) stay exact integers.
@@ -149,14 +159,50 @@ def record_document(kind, data, job=None, stamp=None, outcome=None, identity=Non
     return dump_yaml(header)
 
 
-def _create_exclusive(directory, name, text, mode):
-    """Write ``text`` to ``directory/name`` atomically; ValueError when the name exists (never replaced)."""
-    path = os.path.join(directory, name)
+def fsync_dir(directory):
+    """Make a directory entry durable (a created or renamed file survives a crash with its name)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(directory, name, text, mode):
+    """A hidden temp file beside ``name`` holding ``text`` on disk (fsync); removed again when writing fails."""
     handle, tmp = tempfile.mkstemp(prefix=".%s." % name, dir=directory)
     try:
         with os.fdopen(handle, "w") as out:
             out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
         os.chmod(tmp, mode)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def replace_record(path, text, mode=DEFAULT_MODE):
+    """Replace the record at ``path`` atomically and durably: a reader sees the old or the new text, never a
+    part (only a record's own transaction replaces it: a stop record going from pending to its outcome)."""
+    directory, name = os.path.split(path)
+    tmp = _write_temp(directory, name, text, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    fsync_dir(directory)
+    return path
+
+
+def _create_exclusive(directory, name, text, mode):
+    """Write ``text`` to ``directory/name`` atomically and durably; ValueError when the name exists (never
+    replaced)."""
+    path = os.path.join(directory, name)
+    tmp = _write_temp(directory, name, text, mode)
+    try:
         try:
             os.link(tmp, path)  # fails with EEXIST instead of replacing, unlike rename
         except FileExistsError:
@@ -166,10 +212,15 @@ def _create_exclusive(directory, name, text, mode):
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             except FileExistsError:
                 raise ValueError("record %s already exists" % path) from None
-            with os.fdopen(fd, "w") as out:
-                out.write(text)
+            try:
+                with os.fdopen(fd, "w") as out:
+                    out.write(text)
+            except BaseException:
+                os.unlink(path)  # no partial record
+                raise
     finally:
         os.unlink(tmp)
+    fsync_dir(directory)
     return path
 
 

@@ -12,25 +12,6 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import gate_s
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, finding
 
 
-def gate_refusal(result, waiting_elsewhere=False):
-    """Why a guarded stop may not stop now ('' when the newest checkpoint is complete).
-
-    ``waiting_elsewhere``: a check-mode run at the next checkpoint, which waits for nothing and refuses nothing here.
-    """
-    verdict = gate_summary.summarize(result or {})
-    if waiting_elsewhere or (verdict["complete"] and verdict["newest_complete"]):
-        return ""
-    waited = "%s " % result.get("wait_msg") if (result or {}).get("timed_out") else ""
-    return waited + (verdict["reason"] or "the newest checkpoint is not complete")
-
-
-def marker_refusal(report):
-    """Why the "uploads finished" markers do not allow a stop yet ('' when they all hold)."""
-    if (report or {}).get("ok", True):
-        return ""
-    return "Not finished yet: " + "; ".join(list(report.get("missing") or []) + list(report.get("errors") or []))
-
-
 def verify_report(
     job,
     mode,
@@ -86,34 +67,3 @@ def resume_override_findings(view, resume_dir, name):
         json.dumps(view.get("experiment")),
     )
     return [finding("resume-override", message, ERROR, path="spec.tasks[0].runScript")]
-
-
-def stop_outcome(job, result, gate=None, record="", identity=""):
-    """The guarded_stop outcome of a stop call: stopped, already stopped (by someone else meanwhile) or failed."""
-    result, gate = result or {}, gate or {}
-    failed, stopped = bool(result.get("failed")), result.get("action") == "stopped"
-    return {
-        "job": job,
-        "outcome": "failed" if failed else "stopped" if stopped else "already stopped",
-        "reason": result.get("msg", "") if failed else "" if stopped else "stopped meanwhile by someone else",
-        "step": gate.get("step"),
-        "checkpoint": gate.get("checkpoint"),
-        "record": record or "",
-        "identity": identity or "",
-    }
-
-
-def refusal_outcome(job, reason, stopped_before=False, stopped_now=False, check_mode=False, step=None, findings=None):
-    """The guarded_stop outcome of a refusal: refused, or already stopped when someone stopped the Job meanwhile."""
-    meanwhile = bool(stopped_now) and not stopped_before
-    if meanwhile:
-        reason = "stopped meanwhile by someone else; this run found: %s" % reason
-    elif check_mode:
-        reason = "would refuse: %s" % reason
-    return {
-        "job": job,
-        "outcome": "already stopped" if meanwhile else "refused",
-        "reason": reason,
-        "step": step,
-        "findings": list(findings or []),
-    }

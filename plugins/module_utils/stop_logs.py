@@ -112,7 +112,7 @@ class LogTail:
         now = self.clock()
         try:
             read = self.read() or {}
-        except LogSourceError as exc:
+        except (LogSourceError, OSError) as exc:  # OSError: the export's file system is full or gone
             if strict:
                 raise
             self._note(str(exc))
@@ -189,11 +189,11 @@ def stop_with_logs(
             source = tail.exports[truncated[0]].source
             found = truncation_finding(truncated, source)
             result.update(msg="Not stopped: %s (%s)." % (found["message"], found["hint"]), findings=[found])
-            return _finish(result, tail, head_pod)
+            return export_summary(result, tail, head_pod)
         reason = ready(tail.text(head_pod)) if ready else ""
         if reason:
             result.update(msg=reason)
-            return _finish(result, tail, head_pod)
+            return export_summary(result, tail, head_pod)
     outcome = set_stopped(client, name, True, check_mode=check_mode)
     result.update(changed=outcome["changed"], action=outcome["action"], patched_at=utc_iso(time.time()))
     if check_mode:
@@ -201,32 +201,38 @@ def stop_with_logs(
         return result
     if wait:
         waiter = Waiter(timeout, interval=interval, progress=progress, **clocks)
-
-        def gone():
-            tree = read_tree(client, name)
-            tail.poll()
-            scaling = [t for t in tree["tasks"] if task_replicas(t) != 0]
-            pods = len(tree["pods"])
-            summary = "%d Pod CR(s) remaining, %d task(s) not at replicas 0; %d line(s) of %s read" % (
-                pods,
-                len(scaling),
-                tail.lines(head_pod),
-                head_pod,
-            )
-            return tree["job"] is None or (not scaling and pods == 0), summary, tree
-
         try:
-            waiter.wait(gone, "the Pod CRs of Job %s to go while reading their logs" % name)
+            wait_pods_gone(client, name, tail, head_pod, waiter)
             result["pods_gone_at"] = utc_iso(time.time())
         except WaitTimeout as exc:
             result.update(failed=True, msg="%s The logs read until then are kept." % exc)
         result["wait_log"] = waiter.log
         result["waited_seconds"] = round(waiter.clock() - waiter.started, 1)
     tail.poll()
-    return _finish(result, tail, head_pod, accept_truncated)
+    return export_summary(result, tail, head_pod, accept_truncated)
 
 
-def _finish(result, tail, head_pod, accept_truncated=False):
+def wait_pods_gone(client, name, tail, head_pod, waiter):
+    """Poll until every Task of Job ``name`` is at replicas 0 and no Pod CR remains, reading the logs on every
+    poll; raises WaitTimeout (and the client's errors: an API server lost for good ends the wait)."""
+
+    def gone():
+        tree = read_tree(client, name)
+        tail.poll()
+        scaling = [t for t in tree["tasks"] if task_replicas(t) != 0]
+        pods = len(tree["pods"])
+        summary = "%d Pod CR(s) remaining, %d task(s) not at replicas 0; %d line(s) of %s read" % (
+            pods,
+            len(scaling),
+            tail.lines(head_pod),
+            head_pod,
+        )
+        return tree["job"] is None or (not scaling and pods == 0), summary, tree
+
+    return waiter.wait(gone, "the Pod CRs of Job %s to go while reading their logs" % name)
+
+
+def export_summary(result, tail, head_pod, accept_truncated=False):
     """The exports' record fields and paths, and the head log's tail (the files stay; the record copies them)."""
     exports = []
     for _pod, export in sorted(tail.exports.items()):
@@ -247,4 +253,12 @@ def _finish(result, tail, head_pod, accept_truncated=False):
     return redact_result(result)  # the logs are shown with -v: a secret echoed by the workload stays hidden
 
 
-__all__ = ["LogTail", "merge_log", "stop_with_logs", "truncation_finding", "utc_iso"]
+__all__ = [
+    "LogTail",
+    "export_summary",
+    "merge_log",
+    "stop_with_logs",
+    "truncation_finding",
+    "utc_iso",
+    "wait_pods_gone",
+]

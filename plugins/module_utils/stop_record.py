@@ -19,9 +19,14 @@ from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import hydra_overrides, parts
 
 NOT_CONFIRMED = "digest not confirmed"
-OUTCOMES = ("stopped", "failed", "refused")
+# pending: written before the stop patch; stopped-unconfirmed: sent, then the API server or the records failed.
+OUTCOMES = ("pending", "stopped", "stopped-unconfirmed", "failed", "refused")
 # RLinf prints the step table after the step's save returned (docs: rlinf-checkpoints.md).
 STEP_LINE = re.compile(r"Global Step:\s*(\d+)")
+DEFAULT_REASONS = {
+    "pending": "the stop patch is about to be sent; a later guarded stop of the Job completes this record",
+    "stopped": "spec.stopped patched; no Pod CR left",
+}
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -159,7 +164,7 @@ def outcome_fields(outcome, reason="", identity=None, selection=None, stop=None,
     stop = stop or {}
     return {
         "outcome": outcome,
-        "reason": reason or ("spec.stopped patched; no Pod CR left" if outcome == "stopped" else "not given"),
+        "reason": reason or DEFAULT_REASONS.get(outcome, "not given"),
         "identity": identity or {"username": "not checked"},
         "selection": selection or {},
         "collection_version": collection_version(),

@@ -9,7 +9,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-OUTCOMES = ("stopped", "already stopped", "refused", "failed", "would stop")
+# stopped-unconfirmed: the stop was sent, then the API server or the records failed (a re-run completes it).
+OUTCOMES = ("stopped", "already stopped", "refused", "failed", "stopped-unconfirmed", "would stop")
+NOT_OK = ("refused", "failed", "stopped-unconfirmed")
 
 
 def stop_summary(results):
@@ -23,7 +25,7 @@ def stop_summary(results):
         counts[outcome] += 1
         step = r.get("step")
         detail = r.get("reason") or ""
-        if outcome not in ("refused", "failed") and r.get("checkpoint"):
+        if outcome not in NOT_OK and r.get("checkpoint"):
             detail = "checkpoint %s" % r["checkpoint"] + ("; " + detail if detail else "")
         rows.append((str(r.get("job")), outcome, "" if step is None else str(step), " ".join(str(detail).split())))
     header = ("JOB", "OUTCOME", "STEP", "DETAIL")
@@ -33,7 +35,7 @@ def stop_summary(results):
         lines.append("  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3])
     lines.append(", ".join("%d %s" % (counts[o], o) for o in OUTCOMES if counts[o] or o in OUTCOMES[:3]))
     refused = [row[0] for row in rows if row[1] == "refused"]
-    failed = [row[0] for row in rows if row[1] == "failed"]
+    failed = [row[0] for row in rows if row[1] in ("failed", "stopped-unconfirmed")]
     return {
         "table": "\n".join(lines),
         "counts": counts,

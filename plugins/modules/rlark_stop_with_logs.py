@@ -23,8 +23,8 @@ description:
   - Logs that cannot be read before the stop refuse it (nothing is patched); a failed read while the pods go is
     reported in RV(log_errors).
   - The wait prints one progress line per change of what it observes.
-  - Runs entirely in an action plugin on the controller, where the log sources are read; with O(checkpoint_wait)
-    the checkpoint gate runs on the task's target.
+  - Runs entirely in an action plugin on the controller, where the log sources are read. The guarded stop (gate,
+    verdict, write-ahead stop record, recovery) is M(rlark.ops.rlark_guarded_stop).
 author:
   - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
@@ -39,7 +39,7 @@ attributes:
   platform:
     support: full
     platforms: posix
-    description: Runs on the controller; the gate of O(checkpoint_wait) runs on the task's target.
+    description: Runs on the controller.
 options:
   name:
     description: Name of the Job.
@@ -110,27 +110,6 @@ options:
     description: Seconds between two polls.
     type: float
     default: 1.0
-  checkpoint_wait:
-    description:
-      - Stop at the checkpoint boundary. The options of M(rlark.ops.rlark_ckpt_wait)
-        (O(rlark.ops.rlark_ckpt_wait#module:path) or O(rlark.ops.rlark_ckpt_wait#module:s3),
-        O(rlark.ops.rlark_ckpt_wait#module:newer_than), ...); this call first waits for that checkpoint
-        to be complete by the gate's rules, then reads the logs and sends the stop at once.
-      - The gate runs on the task's target (delegate the task to the host that holds a host-directory checkpoint).
-      - When the wait runs out or the gate says no, nothing is patched and C(msg) says what was waited for and why.
-    type: dict
-  done_markers:
-    description:
-      - Markers that must be in the head log read right before the stop (log regexes or C(jmespath:) conditions
-        over O(markers_live)), as the guarded_stop role's C(guarded_stop_done_markers); when one is missing nothing
-        is patched.
-    type: list
-    elements: raw
-    default: []
-  markers_live:
-    description: The Job, its Tasks and Pod CRs (C(job), C(tasks), C(pods)) for C(jmespath:) markers.
-    type: dict
-    default: {}
 seealso:
   - module: rlark.ops.rlark_job
   - plugin: rlark.ops.job_logs
@@ -145,18 +124,6 @@ EXAMPLES = r"""
     log_source: files
     logs_dir: /srv/rlark-logs
   register: stopped
-
-- name: Wait for the next complete checkpoint after step 200 on the node, then stop at once
-  rlark.ops.rlark_stop_with_logs:
-    name: ppo-demo
-    head_task: actor
-    logs_dir: /srv/rlark-logs
-    checkpoint_wait:
-      path: /data/ckpt/ppo-demo/checkpoints
-      newer_than: 200
-      timeout: 3600
-      interval: 0.25
-  delegate_to: gpu-node-1
 """
 
 RETURN = r"""
@@ -220,10 +187,4 @@ wait_log:
   returned: always
   type: list
   elements: str
-gate:
-  description:
-    - With O(checkpoint_wait), the last gate result as M(rlark.ops.rlark_ckpt_wait) returns it (C(judged_at) is the
-      epoch time of the verdict that let the stop go).
-  returned: when O(checkpoint_wait) is set
-  type: dict
 """

@@ -277,6 +277,12 @@ def test_stop_record_items_and_unconfirmed_digest():
     assert stop_record.build(res)["rlinf_code"].startswith("not recorded")
 
 
+def test_stop_summary_counts_an_unconfirmed_stop_as_failed():
+    out = stop_summary.stop_summary([{"job": "a", "outcome": "stopped-unconfirmed", "reason": "API server lost"}])
+    assert out["failed"] == ["a"] and not out["ok"] and out["counts"]["stopped-unconfirmed"] == 1
+    assert "1 stopped-unconfirmed" in out["table"]
+
+
 def test_stop_summary_table_and_exit_decision():
     out = stop_summary.stop_summary(
         [
@@ -286,6 +292,7 @@ def test_stop_summary_table_and_exit_decision():
         ]
     )
     assert out["refused"] == ["b"] and not out["ok"]
-    assert out["counts"] == {"stopped": 1, "already stopped": 1, "refused": 1, "failed": 0, "would stop": 0}
+    zero = {"failed": 0, "stopped-unconfirmed": 0, "would stop": 0}
+    assert out["counts"] == dict(zero, stopped=1, refused=1, **{"already stopped": 1})
     lines = out["table"].splitlines()
     assert lines[0].startswith("JOB") and lines[1].startswith("a ") and "incomplete" in lines[2]

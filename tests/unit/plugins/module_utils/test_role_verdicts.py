@@ -50,22 +50,6 @@ def test_verify_report_resume_mode_needs_a_newer_complete_checkpoint():
     assert report["findings"] == resume["findings"]
 
 
-def test_gate_refusal():
-    assert "global_step_42 is incomplete" in role_verdicts.gate_refusal(GATE_40_OF_42)
-    assert role_verdicts.gate_refusal(GATE_40_OF_42, waiting_elsewhere=True) == ""
-    assert role_verdicts.gate_refusal(GATE_44) == ""
-    timed_out = dict(GATE_40_OF_42, timed_out=True, wait_msg="Waited 5 s for step 42.")
-    assert role_verdicts.gate_refusal(timed_out).startswith("Waited 5 s for step 42. the newest checkpoint")
-    assert role_verdicts.gate_refusal({"skipped": True}) == "the checkpoint gate did not run"
-
-
-def test_marker_refusal():
-    assert role_verdicts.marker_refusal({"ok": True}) == ""
-    assert role_verdicts.marker_refusal({"ok": False, "missing": ["uploads"], "errors": ["bad"]}) == (
-        "Not finished yet: uploads; bad"
-    )
-
-
 def test_resume_override_findings():
     view = {"resume_dirs": ["/c/global_step_4"], "experiment_key": "runner.logger.experiment_name", "experiment": "n"}
     assert role_verdicts.resume_override_findings(view, "/c/global_step_4", "n") == []
@@ -85,31 +69,3 @@ def test_checkpoint_wait_options():
     assert checkpoint_wait_options(s3)["s3"] == {"bucket": "b", "prefix": "p/"}
     with pytest.raises(AnsibleFilterError, match="no checkpoint storage"):
         checkpoint_wait_options({"kind": "pvc"})
-
-
-def test_stop_outcome():
-    gate = {"step": 40, "checkpoint": "/c/global_step_40"}
-    stopped = role_verdicts.stop_outcome("d", {"action": "stopped"}, gate, "/r/stop.yml", "ops")
-    assert stopped == {
-        "job": "d",
-        "outcome": "stopped",
-        "reason": "",
-        "step": 40,
-        "checkpoint": "/c/global_step_40",
-        "record": "/r/stop.yml",
-        "identity": "ops",
-    }
-    assert (
-        role_verdicts.stop_outcome("d", {"action": "unchanged"}, gate)["reason"] == "stopped meanwhile by someone else"
-    )
-    failed = role_verdicts.stop_outcome("d", {"action": "stopped", "failed": True, "msg": "pods remain"}, gate)
-    assert (failed["outcome"], failed["reason"]) == ("failed", "pods remain")
-
-
-def test_refusal_outcome():
-    refused = role_verdicts.refusal_outcome("d", "incomplete", check_mode=True, step=42, findings=[{"id": "x"}])
-    assert (refused["outcome"], refused["reason"], refused["step"]) == ("refused", "would refuse: incomplete", 42)
-    meanwhile = role_verdicts.refusal_outcome("d", "incomplete", stopped_now=True, check_mode=True)
-    assert meanwhile["outcome"] == "already stopped"
-    assert meanwhile["reason"] == "stopped meanwhile by someone else; this run found: incomplete"
-    assert role_verdicts.refusal_outcome("d", "x", stopped_before=True, stopped_now=True)["outcome"] == "refused"

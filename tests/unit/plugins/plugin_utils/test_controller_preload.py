@@ -37,6 +37,7 @@ print(json.dumps({"loaded": sorted(loaded), "imported_later": sorted(ours() - lo
         "rlark.ops.rlark_node_match",
         "rlark.ops.rlark_record",
         "rlark.ops.rlark_stop_with_logs",
+        "rlark.ops.rlark_guarded_stop",
         "rlark.ops.rlark_job_running",
     ],
 )

@@ -1,0 +1,96 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""When a guarded stop may happen: one policy, one judge.
+
+The runbook's boundary rule: stop only when the newest checkpoint is complete by its runner's rules
+(or, at ``next_checkpoint``, right after the next one is), and the "uploads finished" markers hold in
+the head log read right before the patch. Every other piece (the role, the action, check mode) asks
+``judge`` and never decides itself.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_summary import summarize
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import satisfied
+from ansible_collections.rlark.ops.plugins.module_utils.verify import log_report
+
+WHEN = ("now", "next_checkpoint")
+
+
+class StopPolicy:
+    """What a stop waits for: ``when`` (now / next_checkpoint), the save window, the next checkpoint's wait
+    and the markers. ``gate_waits(latest)`` is the list of gate waits that lead to a verdict."""
+
+    def __init__(
+        self,
+        when="now",
+        save_window_seconds=0,
+        next_checkpoint_timeout=3600,
+        next_checkpoint_poll=0.25,
+        done_markers=None,
+        accept_truncated_logs=False,
+    ):
+        if when not in WHEN:
+            raise ValueError("rlark_stop_when must be one of %s, not %r" % (", ".join(WHEN), when))
+        self.when = when
+        self.save_window_seconds = max(0.0, float(save_window_seconds or 0))
+        self.next_checkpoint_timeout = max(0.0, float(next_checkpoint_timeout or 0))
+        self.next_checkpoint_poll = float(next_checkpoint_poll or 0.25)
+        self.done_markers = list(done_markers or [])
+        self.accept_truncated_logs = bool(accept_truncated_logs)
+
+    def first_wait(self):
+        """The first gate call: at "now" the verdict itself (re-judged within the save window); at the next
+        checkpoint one look at what is complete already (no wait, no integrity)."""
+        if self.when == "now":
+            return {"newer_than": -1, "newest_complete": True, "timeout": self.save_window_seconds, "interval": 1.0}
+        return {"newer_than": -1, "newest_complete": True, "timeout": 0.0, "interval": 1.0, "integrity": "off"}
+
+    def next_wait(self, first_result):
+        """At the next checkpoint: the wait for a complete step newer than what ``first_result`` found."""
+        latest = summarize(first_result).get("latest_complete_step")
+        return {
+            "newer_than": -1 if latest is None else int(latest),
+            "newest_complete": True,
+            "timeout": self.next_checkpoint_timeout,
+            "interval": self.next_checkpoint_poll,
+        }
+
+
+def gate_verdict(result, wait):
+    """``(ok, reason)`` of a gate result for the wait it answered (``newer_than``, ``newest_complete``)."""
+    newer_than = int(wait.get("newer_than", -1))
+    newest_complete = bool(wait.get("newest_complete", True))
+    if (result or {}).get("failed") and "complete" not in (result or {}):
+        return False, (result or {}).get("msg") or "the checkpoint gate failed"
+    done, _state = satisfied(result or {}, newer_than, newest_complete)
+    if done:
+        return True, ""
+    prefix = (result.get("wait_msg", "") + " ") if (result or {}).get("timed_out") else ""
+    return False, prefix + (summarize(result)["reason"] or "the newest checkpoint is not complete")
+
+
+def markers_reason(markers, head_log, live=None):
+    """Why the "uploads finished" markers do not allow a stop yet ('' when they all hold, or none is set)."""
+    if not markers:
+        return ""
+    report = log_report(head_log or "", startup=markers, live=live or {})
+    if report["ok"]:
+        return ""
+    return "Not finished yet: " + "; ".join(list(report["missing"]) + list(report["errors"]))
+
+
+def judge(result, wait, head_log=None, policy=None, live=None):
+    """The verdict ``{ok, reason, step, checkpoint}`` on a gate result and (when given) the head log read
+    right before the patch; ``head_log=None`` judges the checkpoint alone (check mode at the next checkpoint)."""
+    ok, reason = gate_verdict(result, wait)
+    view = summarize(result or {})
+    if ok and head_log is not None and policy is not None:
+        reason = markers_reason(policy.done_markers, head_log, live)
+        ok = not reason
+    return {"ok": ok, "reason": reason, "step": view.get("step"), "checkpoint": view.get("checkpoint"), "gate": view}
+
+
+__all__ = ["WHEN", "StopPolicy", "gate_verdict", "judge", "markers_reason"]
