@@ -85,8 +85,8 @@ def wait_until(condition, what, timeout=120):
 def gate_to_patch(run, name):
     """Seconds from the gate's last judgement (it said complete) to the stop patch, as the plugin reports them."""
     results = dict(run.task_results(host="rlark-job-" + name))
-    stop = results["Stop the Job (spec.stopped only), its logs read right before the patch and until no Pod CR remains"]
-    patched = datetime.datetime.strptime(stop["patched_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    stop = results["Check, record and stop the Job (one transaction)"]
+    patched = datetime.datetime.strptime(stop["stop"]["patched_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
     return round(patched.replace(tzinfo=datetime.timezone.utc).timestamp() - stop["gate"]["judged_at"], 3)
 
 

@@ -359,20 +359,26 @@ def task_replicas(task):
     return jobspec.replicas(task.get("spec"))
 
 
+def stop_state(name, tree):
+    """``(done, summary)`` of a stop from one read of the Job's tree: done when every Task has replicas 0 and
+    no Pod CR remains (phase alone proves nothing). The one predicate of rlark_job and the guarded stop."""
+    if tree["job"] is None:
+        return True, "the Job is gone"
+    found = duplicate_findings(tree["job"], tree["tasks"])
+    if found:  # a stop may reach only one copy: waiting for the other would only time out
+        raise Refused("Cannot wait for Job %r to stop." % name, found)
+    scaling = ["%s/%s" % task_key(t) for t in tree["tasks"] if task_replicas(t) != 0]
+    pods = len(tree["pods"])
+    return not scaling and pods == 0, "%d task(s) not yet at replicas 0, %d Pod CR(s) remaining" % (len(scaling), pods)
+
+
 def stopped_check(client, name):
-    """Done when every Task has replicas 0 and no Pod CR of the Job remains (phase alone proves nothing)."""
+    """``check`` for a Waiter: ``stop_state`` of a fresh read."""
 
     def check():
         tree = read_tree(client, name)
-        if tree["job"] is None:
-            return True, "the Job is gone", tree
-        found = duplicate_findings(tree["job"], tree["tasks"])
-        if found:  # a stop may reach only one copy: waiting for the other would only time out
-            raise Refused("Cannot wait for Job %r to stop." % name, found)
-        scaling = ["%s/%s" % task_key(t) for t in tree["tasks"] if task_replicas(t) != 0]
-        pods = len(tree["pods"])
-        summary = "%d task(s) not yet at replicas 0, %d Pod CR(s) remaining" % (len(scaling), pods)
-        return not scaling and pods == 0, summary, tree
+        done, summary = stop_state(name, tree)
+        return done, summary, tree
 
     return check
 

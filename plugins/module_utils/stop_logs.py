@@ -26,7 +26,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
     LineSink,
     LogSourceError,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import read_tree, set_stopped, task_replicas
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import read_tree, set_stopped, stop_state
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
 
@@ -213,21 +213,14 @@ def stop_with_logs(
 
 
 def wait_pods_gone(client, name, tail, head_pod, waiter):
-    """Poll until every Task of Job ``name`` is at replicas 0 and no Pod CR remains, reading the logs on every
-    poll; raises WaitTimeout (and the client's errors: an API server lost for good ends the wait)."""
+    """Poll until ``jobs.stop_state`` says done, reading the logs on every poll; raises WaitTimeout, Refused
+    (duplicate Tasks) and the client's errors (an API server lost for good ends the wait)."""
 
     def gone():
         tree = read_tree(client, name)
         tail.poll()
-        scaling = [t for t in tree["tasks"] if task_replicas(t) != 0]
-        pods = len(tree["pods"])
-        summary = "%d Pod CR(s) remaining, %d task(s) not at replicas 0; %d line(s) of %s read" % (
-            pods,
-            len(scaling),
-            tail.lines(head_pod),
-            head_pod,
-        )
-        return tree["job"] is None or (not scaling and pods == 0), summary, tree
+        done, summary = stop_state(name, tree)
+        return done, "%s; %d line(s) of %s read" % (summary, tail.lines(head_pod), head_pod), tree
 
     return waiter.wait(gone, "the Pod CRs of Job %s to go while reading their logs" % name)
 

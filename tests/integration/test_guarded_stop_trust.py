@@ -86,7 +86,7 @@ def test_viewer_token_is_refused_before_any_file_is_written(running):
     assert checks and checks[0].get("failed"), job_host_results(run, w.name)
     assert [(f["id"], f["severity"]) for f in checks[0]["findings"]] == [("permission-denied", "error")]
     assert files_under(os.path.join(w.records, w.name)) == files_before
-    assert not [t for t, _r in job_host_results(run, w.name) if t.startswith(("Gate", "Stop the Job", "Write"))]
+    assert not [t for t, _r in job_host_results(run, w.name) if t.startswith("Check, record and stop")]
     assert job_view(w.sandbox, w.name) == before
 
 
@@ -171,7 +171,7 @@ def test_stop_at_the_next_checkpoint_states_the_lost_work(running):
     # Progress without retry noise: the wait reports what it waits for; no task looped with until/retries.
     results = job_host_results(run, w.name)
     # The wait and the stop are one call: the patch follows the gate's verdict within the same process.
-    stops = [r for t, r in results if t.startswith("Stop the Job (spec.stopped only)") and r.get("gate")]
+    stops = [r for t, r in results if t == "Check, record and stop the Job (one transaction)" and r.get("gate")]
     assert stops, [t for t, _r in results]
     gate = stops[-1]["gate"]
     assert any("a complete checkpoint newer than global_step_" in line for line in gate["wait_log"]), gate

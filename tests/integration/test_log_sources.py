@@ -76,9 +76,7 @@ def test_guarded_stop_gateway_export_is_truncated_and_refused_then_kubeconfig_ex
     )
     assert refused.rc != 0, refused
     assert stopping_errors(refused) == [("log-export-truncated", "error")], findings(refused)
-    stop = task_result(
-        refused, "Stop the Job (spec.stopped only), its logs read right before the patch and until no Pod CR remains"
-    )
+    stop = task_result(refused, "Check, record and stop the Job (one transaction)")["stop"]
     (gateway_export,) = [e for e in stop["log_exports"] if e["pod"] == head]
     assert (gateway_export["lines"], gateway_export["truncated"], gateway_export["source"]) == (1000, True, "gateway")
     assert not stopped(w.sandbox, w.name), "a truncated export must not stop the Job"

@@ -17,8 +17,7 @@ from playbook_support import Workload, outcome_table
 from refusals import failed_task, task_result
 
 pytestmark = pytest.mark.sandbox
-GATE_TASK = "Gate the checkpoint where it lives"
-INCOMPLETE_REFUSAL = "Refuse when the checkpoint is not complete or an upload, tracker or video write has not finished"
+STOP_TASK = "Check, record and stop the Job (one transaction)"
 # The sandbox trainer writes a checkpoint every ~5 s (3 steps of 1 s, then a 2 s save): any moment is within
 # a few seconds of a write. 20 s (not an hour) tells "a save is running now" from "written some time ago".
 QUIET_DURING_SAVES = 20
@@ -53,7 +52,15 @@ def row(table, job):
 
 
 def gate_problems(run):
-    return [(p["id"], p["severity"], p.get("path", "")) for p in task_result(run, GATE_TASK)["findings"]]
+    return [(p["id"], p["severity"], p.get("path", "")) for p in task_result(run, STOP_TASK)["gate"]["findings"]]
+
+
+def refused_gate(run):
+    """The gate result of a stop the transaction refused on its checkpoint verdict."""
+    stop_task = task_result(run, STOP_TASK)
+    assert stop_task["outcome"]["outcome"] == "refused" and "patched_at" not in stop_task["stop"], stop_task
+    assert failed_task(run) == "Fail when any Job was refused or its stop failed (so a scheduler alerts)", run
+    return stop_task["gate"]
 
 
 def test_refused_while_a_save_is_recent_then_stopped_after_a_complete_save(running):
@@ -70,8 +77,7 @@ def test_refused_while_a_save_is_recent_then_stopped_after_a_complete_save(runni
     )
     assert refused.rc != 0, refused
     assert "refused" in row(outcome_table(refused), w.name)
-    assert failed_task(refused) == INCOMPLETE_REFUSAL, refused
-    gate = task_result(refused, GATE_TASK)
+    gate = refused_gate(refused)
     # The newest step is the one being saved: its own findings say why (newest first, an older complete step
     # may be the one the gate reports on).
     newest = {s["step"]: s for s in gate["steps"]}[gate["newest_step"]]
@@ -193,8 +199,7 @@ def test_killed_save_is_refused(running_slow_saves):
     refused = stop(w, {"rlark_save_window_seconds": 0})
     assert refused.rc != 0, refused
     assert "refused" in row(outcome_table(refused), w.name)
-    assert failed_task(refused) == INCOMPLETE_REFUSAL, refused
-    gate = task_result(refused, GATE_TASK)
+    gate = refused_gate(refused)
     # The reason is the cut-off save itself: the newest step is N and its verdict is incomplete with
     # required entries missing (the restarted trainer may be rewriting global_step_3 meanwhile).
     cut = {s["step"]: s for s in gate["steps"]}[step]

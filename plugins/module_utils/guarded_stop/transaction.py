@@ -37,6 +37,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import (
     utc_iso,
     wait_pods_gone,
 )
+from ansible_collections.rlark.ops.plugins.module_utils.task_identity import duplicate_findings
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
 
 # A scheduler's run must end: the whole transaction (patch, pods gone, logs, record) within this by default.
@@ -180,9 +181,16 @@ class GuardedStop:
             found = self._records_finding(exc)
             return self.refused(found["message"], [found])
         truncated = tail.truncated()
+        self.stop.update(export_summary({}, tail, self.head_pod, self.policy.accept_truncated_logs))
+        self.stop.pop("head_log", None)
+        for export in self.stop["log_exports"]:
+            export.pop("path", None)  # temporary files, gone when this call ends
         if truncated and not self.policy.accept_truncated_logs:
             found = truncation_finding(truncated, tail.exports[truncated[0]].source)
             return self.refused("Not stopped: %s (%s)." % (found["message"], found["hint"]), [found])
+        duplicates = duplicate_findings(self.job, self.resource.get("tasks") or [])
+        if duplicates:  # a stop may reach only one copy (rlark-platform.md): refused before anything is written
+            return self.refused("Job %s has a Task in two clusters' namespaces" % self.name, duplicates)
         live = {"job": self.job, "tasks": self.resource.get("tasks"), "pods": self.resource.get("pods")}
         reason = markers_reason(self.policy.done_markers, tail.text(self.head_pod), live)
         if reason:
@@ -232,6 +240,8 @@ class GuardedStop:
             return wal.FAILED, "%s The logs read until then are kept." % exc
         except KubeError as exc:
             return wal.UNCONFIRMED, "the Job was stopped; then the API server failed (%s); %s" % (exc, RERUN)
+        except Refused as exc:  # a Task copy appeared after the patch: stopped, but not all of it
+            return wal.FAILED, "%s %s" % (exc, "; ".join(f["message"] for f in exc.findings))
         finally:
             self.stop["wait_log"] = waiter.log
         self.stop["pods_gone_at"] = utc_iso(time.time())

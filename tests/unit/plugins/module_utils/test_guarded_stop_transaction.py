@@ -21,7 +21,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.policy impo
     markers_reason,
 )
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.transaction import GuardedStop
-from rlark_fake_api import FakeClock, make_client
+from rlark_fake_api import FakeClock, make_client, task_obj
 from test_jobs import seeded
 
 RUN = "20261202T070000Z-guarded-stop-aaaaaa"
@@ -312,3 +312,25 @@ def test_refusal_outcome_tells_a_stop_done_meanwhile():
     meanwhile = refusal_outcome("d", "incomplete", stopped_now=True, check_mode=True)
     assert meanwhile["outcome"] == "already stopped" and meanwhile["reason"].startswith("stopped meanwhile")
     assert refusal_outcome("d", "x", stopped_before=True, stopped_now=True)["outcome"] == "refused"
+
+
+def test_a_task_in_two_clusters_is_refused_before_any_record_or_patch(tmp_path):
+    api = seeded()
+    api.add("tasks", task_obj("demo", "actor", namespace="rlark-h100"))
+    out = make_stop(api, tmp_path).run()
+    assert out["outcome"] == "refused"
+    assert [(f["id"], f["severity"]) for f in out["findings"]] == [("task-duplicate-namespaces", "error")]
+    assert api.count("PATCH") == 0 and os.listdir(str(tmp_path)) == []
+
+
+def test_a_task_copy_appearing_after_the_patch_fails_the_stop_with_the_truth(tmp_path):
+    api = seeded()
+
+    def copy_appears(method, path, query):
+        if method == "PATCH" and ("tasks", "rlark-h100", "demo-actor") not in api.objects:
+            api.add("tasks", task_obj("demo", "actor", namespace="rlark-h100"))
+
+    api.hooks.append(copy_appears)
+    out = make_stop(api, tmp_path).run()
+    assert out["outcome"] == "failed" and "rlark-h100" in out["reason"]
+    assert record(tmp_path)["outcome"] == "failed"
