@@ -143,3 +143,51 @@ def test_records_filesystem_full_after_the_patch_then_the_rerun_completes_the_re
     third = stop(w, records)
     assert third.rc == 0 and " already stopped " in row(third, w.name), third
     assert "record is complete (stopped)" in row(third, w.name)
+
+
+def test_api_server_killed_after_the_patch_is_unconfirmed_then_the_rerun_completes_the_record(running):
+    w = running
+    watcher, seen = when_stopped(w.sandbox, w.name, lambda: w.sandbox.kill("apiserver"))
+    try:
+        first = stop(w, w.records, rlark_stop_deadline=30)
+    finally:
+        watcher.join(timeout=60)
+        w.sandbox.restart()  # the sandbox serves the next tests whatever happened
+    assert "annotation" in seen, "the Job was never stopped"
+    assert first.rc != 0, first
+    line = row(first, w.name)
+    assert " stopped-unconfirmed " in line and " refused " not in line, line
+    assert "re-run the guarded stop" in line, line
+    unconfirmed = stop_records(w.records, w.name)[seen["annotation"]]
+    assert unconfirmed["outcome"] == "stopped-unconfirmed" and unconfirmed["data"]["stop_patched_at"], unconfirmed
+
+    again = stop(w, w.records)
+    assert again.rc == 0, again
+    line = row(again, w.name)
+    assert " stopped " in line and "recovered" in line and seen["annotation"] in line, line
+    done = stop_records(w.records, w.name)[seen["annotation"]]
+    assert done["outcome"] == "stopped" and done["data"]["pods_gone_at"], done["data"]
+    assert done["data"]["recovery"]["left_as"] == "stopped-unconfirmed"
+    assert job_pods(w.sandbox, w.name) == [] and get_job(w.sandbox, w.name)["spec"]["stopped"] is True
+
+
+def test_api_server_restarted_after_the_patch_is_our_stop_with_a_complete_record(running):
+    w = running
+
+    def bounce():
+        w.sandbox.kill("apiserver")
+        w.sandbox.restart()
+
+    watcher, seen = when_stopped(w.sandbox, w.name, bounce)
+    run = stop(w, w.records)
+    watcher.join(timeout=300)
+    assert "annotation" in seen, "the Job was never stopped"
+    assert run.rc == 0, run
+    line = row(run, w.name)
+    assert " stopped " in line and "someone else" not in line, line
+    (run_id,) = [r for r in stop_records(w.records, w.name)]
+    assert run_id == seen["annotation"]
+    record = stop_records(w.records, w.name)[run_id]
+    assert record["outcome"] == "stopped" and record["data"]["pods_gone_at"], record["data"]
+    assert get_job(w.sandbox, w.name)["metadata"]["annotations"][ANNOTATION] == run_id
+    assert job_pods(w.sandbox, w.name) == []
