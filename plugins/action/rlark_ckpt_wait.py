@@ -1,112 +1,17 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin for rlark.ops.rlark_ckpt_wait: poll the checkpoint gate with progress lines.
-
-On a local connection (the controller, or a node host reached with the local connection) the gate
-runs in the worker process, so a poll costs one directory walk instead of a module run; elsewhere
-every poll runs rlark.ops.rlark_ckpt_gate on the target. Either way the gate decides, unchanged.
-"""
+"""Action plugin for rlark.ops.rlark_ckpt_wait: poll the checkpoint gate with progress lines
+(plugin_utils/checkpoint_wait.py); the gate decides, unchanged."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import wait_for_gate
-from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS, WAIT_OPTIONS
-from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import argument_spec as gate_spec
+from ansible_collections.rlark.ops.plugins.plugin_utils.checkpoint_wait import checkpoint_wait
 
 display = Display()
-
-WAIT_SPEC = dict(
-    newer_than=dict(type="int", default=-1),
-    newest_complete=dict(type="bool", default=True),
-    timeout=dict(type="float", default=0),
-    interval=dict(type="float", default=1.0),
-)
-# Applied once to the step the wait ended on, never on every poll.
-INTEGRITY_ARGS = ("integrity", "integrity_path", "integrity_store", "integrity_manifest", "hash_workers")
-
-
-def checkpoint_wait(action, args, task_vars, progress=None):
-    """Validate ``args`` (the options of rlark_ckpt_wait) and wait on the gate for ``action``'s target host.
-
-    Shared with rlark_stop_with_logs, which waits here and then sends the stop in the same call.
-    Returns the last gate result plus the wait fields of ``waiting.wait_for_gate``.
-    """
-    spec = {k: v for k, v in gate_spec().items() if k not in WAIT_OPTIONS}  # this action waits with its own options
-    spec.update(WAIT_SPEC)
-    checked = ArgumentSpecValidator(
-        spec, mutually_exclusive=[("path", "s3")], required_one_of=[("path", "s3")]
-    ).validate(args)
-    if checked.error_messages:
-        raise AnsibleActionFail("Invalid checkpoint wait options: %s" % "; ".join(checked.error_messages))
-    params = checked.validated_parameters
-    gate_args = {k: v for k, v in args.items() if k not in WAIT_SPEC and k not in INTEGRITY_ARGS}
-    gate_args["fail_when_incomplete"] = False
-    in_process = action._connection.transport == "local" and not any(action._task.environment or [])
-
-    def judge():
-        if not in_process:
-            return action._execute_module(
-                module_name="rlark.ops.rlark_ckpt_gate", module_args=gate_args, task_vars=task_vars
-            )
-        try:
-            return run_gate(source_from_params(params), {name: params[name] for name in GATE_OPTIONS})
-        except (layouts.GateError, ImportError) as exc:
-            return {"failed": True, "msg": str(exc)}
-
-    waited = wait_for_gate(
-        judge,
-        newer_than=params["newer_than"],
-        newest_complete=params["newest_complete"],
-        timeout=params["timeout"],
-        interval=params["interval"],
-        progress=progress if params["timeout"] > 0 else None,
-    )
-    waited.pop("invocation", None)
-    waited["changed"] = False
-    if params["integrity"] != "off" and waited.get("complete") and not waited.get("failed"):
-        waited["changed"] = _integrity(action, waited, params, gate_args, in_process, task_vars)
-    return waited
-
-
-def _integrity(action, waited, params, gate_args, in_process, task_vars):
-    """Write or verify the manifest of the step the wait settled on; True when a manifest was written."""
-    if params["hash_workers"] is not None and params["hash_workers"] < 1:
-        waited.update(failed=True, msg="hash_workers must be at least 1, got %d" % params["hash_workers"])
-        return False
-    options = {name: params[name] for name in INTEGRITY_ARGS}
-    if not in_process:
-        args = dict(gate_args, step=str(waited["step"]), **{k: v for k, v in options.items() if v is not None})
-        again = action._execute_module(module_name="rlark.ops.rlark_ckpt_gate", module_args=args, task_vars=task_vars)
-        if again.get("failed") and "complete" not in again:
-            waited.update(failed=True, msg=again.get("msg", "integrity manifest failed"))
-            return False
-        for key in ("complete", "findings", "integrity"):
-            if key in again:
-                waited[key] = again[key]
-        return bool(again.get("changed"))
-    try:
-        return integrity.apply(
-            source_from_params(params),
-            waited,
-            params["integrity"],
-            path=params["integrity_path"],
-            manifest=params["integrity_manifest"],
-            workers=params["hash_workers"],
-            check_mode=action._play_context.check_mode,
-            store=params["integrity_store"],
-        )
-    except (layouts.GateError, OSError) as exc:
-        waited.update(failed=True, msg="integrity manifest: %s" % exc)
-        return False
 
 
 class ActionModule(ActionBase):

@@ -15,7 +15,6 @@ import os
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.rlark.ops.plugins.action.rlark_ckpt_wait import checkpoint_wait
 from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop import journal
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.policy import WHEN, StopPolicy
@@ -25,6 +24,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.records import acting_identity, file_mode, new_run_id
+from ansible_collections.rlark.ops.plugins.plugin_utils.checkpoint_wait import checkpoint_wait
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
 
 # Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
