@@ -106,6 +106,23 @@ def test_a_job_survives_killed_components_and_rlark_sim_goes_on(sandbox, cleanup
     stop_is_processed(kube, name)
 
 
+def test_a_stop_sent_just_before_an_apiserver_kill_is_carried_out(sandbox, cleanup):
+    """The shape fault tests of the stop path use: stop patch, SIGKILL, restart; rlark-sim finishes the stop."""
+    kube = custom(sandbox.kubeconfig)
+    name = unique("fault")
+    cleanup.append(name)
+    kube.create_cluster_custom_object(GROUP, VERSION, "jobs", demo_job(name))
+    wait_until(lambda: running(kube, name), timeout=180)
+    kube.patch_cluster_custom_object(GROUP, VERSION, "jobs", name, {"spec": {"stopped": True}})
+    sandbox.kill("apiserver")
+    sandbox.restart()
+    kube = custom(sandbox.kubeconfig)
+    assert kube.get_cluster_custom_object(GROUP, VERSION, "jobs", name)["spec"]["stopped"] is True
+    wait_until(lambda: not job_pod_crs(kube, name), timeout=120)
+    tasks = listed(kube, "tasks", "rlinf.io/job=" + name)
+    assert [t["spec"]["kubernetes"]["workload"]["replicas"] for t in tasks] == [0, 0, 0]
+
+
 def test_s3_objects_survive_a_killed_s3_server(sandbox):
     s3 = s3_client(sandbox)
     key = "faults/%s/object.bin" % unique("s3")
