@@ -112,8 +112,10 @@ def up(lay, args):
             stop_all(lay, state)
             state = None
         if state:
+            crashed = [name for name, ok in health(lay, state).items() if not ok and name not in CONTROL_PLANE]
             restarted = revive(lay, state)
             reuse(lay, state, args)
+            restarted += [name for name in crashed if procs.alive(state["procs"].get(name))]
             took = time.monotonic() - t0
             if not restarted:
                 say("sandbox already running (crds=%s, %s) [%.1f s]" % (state["crds"], state["server"], took))
