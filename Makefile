@@ -24,7 +24,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 help:
 	@echo "make demo            migrate, guarded stop and resume on the local sandbox"
 	@echo "make test            ruff, ansible-lint, ansible-test sanity, unit and integration tests"
-	@echo "make sandbox-up      start (or reuse) the local RLark sandbox; sandbox-down / sandbox-status"
+	@echo "make sandbox-up      start (or reuse, restarting dead parts) the local RLark sandbox; FRESH=1: an empty one"
+	@echo "                     sandbox-down / sandbox-status"
 	@echo "make molecule        molecule scenarios (idempotence) against the sandbox"
 	@echo "make bench           performance figures (bench/), gathered in bench/results/figures.md"
 	@echo "make test-under-load make test with two CPU-burning processes beside it"
@@ -51,7 +52,7 @@ sandbox-build: venv
 	@bash sandbox/build.sh
 
 sandbox-up: venv collection sandbox-build
-	@$(PY) sandbox/sandboxctl.py up
+	@$(PY) sandbox/sandboxctl.py up $(if $(FRESH),--fresh)
 
 sandbox-down: venv
 	@$(PY) sandbox/sandboxctl.py down

@@ -1,5 +1,6 @@
 """Processes the sandbox starts: launch in their own process group, identify by pid + start time, stop."""
 
+import contextlib
 import os
 import signal
 import socket
@@ -103,3 +104,29 @@ def stop(proc, timeout=15.0):
                 return
             time.sleep(0.1)
     raise RuntimeError("process group %d (%s) survived SIGKILL" % (pgid, proc["argv"][0]))
+
+
+def kill_leftovers(proc):
+    """SIGKILL what is left of a dead recorded process's group (children that outlived their leader).
+
+    Linux never hands out a pid still in use as a process group id, so the group's members are ours.
+    """
+    if not proc or alive(proc):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        if group_pids(proc["pid"]):
+            os.killpg(proc["pid"], signal.SIGKILL)
+
+
+def kill(proc, timeout=10.0):
+    """SIGKILL the process group of a live recorded process (a crash, for fault tests); returns when it is gone."""
+    if not alive(proc):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc["pid"], signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while alive(proc) or group_pids(proc["pid"]):
+        if time.monotonic() > deadline:
+            raise RuntimeError("process group %d (%s) survived SIGKILL" % (proc["pid"], proc["argv"][0]))
+        time.sleep(0.05)
+    return True

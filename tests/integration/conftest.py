@@ -4,6 +4,8 @@
 its CRD set matches `--sandbox-crds`. When it runs with the other set, the fixture uses a second,
 isolated sandbox in <state dir>/alt-<set> instead of switching CRDs under other sessions' feet. A
 sandbox the fixture started is stopped at session end (unless RLARK_SANDBOX_KEEP=1).
+
+Fault injection: ``sandbox.kill("apiserver")`` then ``sandbox.restart()`` (sandbox_faults.py, docs/sandbox.md).
 """
 
 import json
@@ -15,6 +17,7 @@ import pytest
 
 # tests/integration has no __init__.py (pytest's default rootdir-less "prepend" import mode).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sandbox_faults
 from helpers import ROOT, UPSTREAM_CRDS, UPSTREAM_MISSING, read_env_file
 
 SANDBOXCTL = os.path.join(ROOT, "sandbox", "sandboxctl.py")
@@ -62,6 +65,23 @@ class Sandbox:
         env = dict(os.environ)
         env.update(read_env_file(os.path.join(self.dir, "env")))
         return env
+
+    # Fault injection (sandbox_faults.py): e.g. ``sandbox.kill("apiserver"); sandbox.restart()``.
+    def kill(self, component):
+        """SIGKILL one component (``apiserver``, ``etcd``, ``s3``, ``sim``, ``data-plane-a100``...); returns its pid."""
+        return sandbox_faults.kill(self.dir, component)
+
+    def restart(self):
+        """Restart every dead component on the kept ports, credentials and data; returns when all are ready."""
+        return sandbox_faults.restart(self.dir)
+
+    def wait_ready(self, timeout=120):
+        """Until the management apiserver answers /readyz."""
+        sandbox_faults.wait_ready(self.dir, timeout)
+
+    def alive(self):
+        """{component: running?}"""
+        return sandbox_faults.alive(self.dir)
 
     def __repr__(self):
         return "Sandbox(dir=%r, crds=%r, server=%r)" % (self.dir, self.crds, self.server)

@@ -1,5 +1,9 @@
-"""The informer cache of rlark-sim: API list order and its secondary index (no API server needed)."""
+"""The informer cache of rlark-sim: API list order, its secondary index, relisting after an API server crash
+(no API server needed)."""
 
+import threading
+
+import requests
 from rlark_sim.agent import pod_task_key
 from rlark_sim.kube import Informer
 
@@ -23,3 +27,41 @@ def test_snapshot_order_and_index_follow_puts_and_forgets():
     inf.forget("rlark-a100", "z")
     assert inf.by_index(("rlark-a100", "t1")) == []
     assert ("rlark-a100", "t1") not in inf.index
+
+
+class CrashingApi:
+    """An API server that dies mid-watch, refuses connections once, then comes back with other objects."""
+
+    def __init__(self):
+        self.lists = [{"items": [pod("ns", "a", "t")], "metadata": {"resourceVersion": "5"}}]
+        self.lists.append(requests.ConnectionError("connection refused"))
+        self.lists.append({"items": [pod("ns", "b", "t", rv="9")], "metadata": {"resourceVersion": "9"}})
+        self.watches = 0
+        self.back = threading.Event()
+
+    def list(self, _path, params=None):
+        answer = self.lists.pop(0) if len(self.lists) > 1 else self.lists[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def watch_lines(self, _path, params, _timeout):
+        self.watches += 1
+        if self.watches == 1:
+            yield {"type": "MODIFIED", "object": pod("ns", "a", "t2", rv="6")}
+            raise requests.exceptions.ChunkedEncodingError("connection broken: the apiserver was killed")
+        self.back.set()
+        threading.Event().wait(30)  # a quiet watch on the restarted apiserver
+        return
+        yield
+
+
+def test_informer_relists_after_the_apiserver_died_mid_watch():
+    api = CrashingApi()
+    inf = Informer(api, "/pods", name="pods").start()
+    try:
+        assert api.back.wait(20), "no new watch after the apiserver came back"
+        assert [p["metadata"]["name"] for p in inf.snapshot()] == ["b"]  # what the new list says, nothing stale
+        assert inf.seen_rv == 9
+    finally:
+        inf.stop()

@@ -1,0 +1,78 @@
+"""Restart in place (issue 24 item 6) without binaries: what `up` restarts, refuses to restart, and how it kills."""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import sandboxctl
+from sandboxlib import procs
+from sandboxlib.services import Layout
+
+
+def args(fresh=False):
+    return argparse.Namespace(fresh=fresh)
+
+
+def test_a_recorded_sandbox_with_etcd_data_is_revived_unless_fresh_is_asked(tmp_path):
+    lay = Layout(str(tmp_path))
+    os.makedirs(os.path.join(lay.etcd, "member"))
+    state = {"data_plane": {}, "procs": {}}
+    assert sandboxctl.not_revivable(lay, state, args()) is None
+    assert sandboxctl.not_revivable(lay, state, args(fresh=True)) == "fresh sandbox requested"
+    assert "data-plane" in sandboxctl.not_revivable(lay, {"procs": {}}, args())  # an older checkout's sandbox
+
+
+def test_without_etcd_data_up_starts_fresh(tmp_path):
+    assert "no etcd data" in sandboxctl.not_revivable(Layout(str(tmp_path)), {"data_plane": {}}, args())
+
+
+def test_every_control_plane_service_has_a_starter_and_the_sim_comes_later():
+    assert sandboxctl.CONTROL_PLANE[:2] == ("etcd", "kube-apiserver")
+    assert "rlark-sim" not in sandboxctl.CONTROL_PLANE
+    for name in sandboxctl.CONTROL_PLANE:
+        assert callable(sandboxctl.starter(name))
+
+
+def launch_family(tmp_path):
+    """A shell leader with a child `sleep`, in its own process group like every sandbox service."""
+    script = "sleep 300 & echo $! > %s; wait" % (tmp_path / "child")
+    proc = procs.launch("family", ["sh", "-c", script], str(tmp_path / "family.log"))
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "child").exists() or not (tmp_path / "child").read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    return proc, int((tmp_path / "child").read_text())
+
+
+def test_kill_takes_the_whole_group_down_at_once(tmp_path):
+    proc, _child = launch_family(tmp_path)
+    assert procs.kill(proc) is True
+    assert not procs.alive(proc) and not procs.group_pids(proc["pid"])
+    assert procs.kill(proc) is False  # already gone
+
+
+def test_leftovers_of_a_dead_leader_are_killed_before_a_restart(tmp_path):
+    proc, child = launch_family(tmp_path)
+    os.kill(proc["pid"], 9)  # the leader alone dies: its child sleeps on in the group
+    proc["_popen"].wait()
+    assert not procs.alive(proc) and procs.group_pids(proc["pid"]) == [child]
+    procs.kill_leftovers(proc)
+    deadline = time.monotonic() + 10
+    while procs.group_pids(proc["pid"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("command", [["kill", "etcd"], ["status"]])
+def test_commands_on_a_state_dir_without_sandbox_answer_3(tmp_path, command):
+    run = subprocess.run(
+        [sys.executable, sandboxctl.__file__, "--dir", str(tmp_path), *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 3, run.stdout + run.stderr
