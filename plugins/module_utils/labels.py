@@ -17,6 +17,8 @@ _VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 # Set by RLark and Kubernetes themselves; a manifest must not fake them.
 RESERVED_PREFIXES = ("rlinf.io", "rlark.io", "kubernetes.io", "k8s.io")
 HINT = "Fix job.%s in the launch manifest (rlark_launch_manifest)."
+# Set by a guarded stop's patch: the run that stopped the Job (a later read tells its stop from anyone else's).
+STOPPED_BY_RUN = "rlark.ops/guarded-stop-run"
 
 
 def key_problem(key):

@@ -21,6 +21,7 @@ from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import checkpoint_root
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import job_name, pvc_claims
+from ansible_collections.rlark.ops.plugins.module_utils.labels import STOPPED_BY_RUN
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
 
 WORKFLOW_LABEL = "rlinf.io/workflow"
@@ -142,10 +143,11 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
     meta = job["metadata"]
     for key in SERVER_METADATA:
         meta.pop(key, None)
-    # A copy is no resume of whatever its source resumed from: it gets its own marks or none.
+    # A copy is no resume of whatever its source resumed from, nor stopped by the source's guarded stop:
+    # it gets its own marks or none.
     for field, keys in (
         ("labels", (WORKFLOW_LABEL, RESUMED_FROM)),
-        ("annotations", (RESUMED_FROM, RESUME_STEP, RESUME_DIR)),
+        ("annotations", (RESUMED_FROM, RESUME_STEP, RESUME_DIR, STOPPED_BY_RUN)),
     ):
         values = meta.get(field) or {}
         for key in keys:

@@ -18,7 +18,7 @@ description:
     O(when) says, and judges the newest checkpoint and the O(done_markers) in the head log read right before
     the patch.
   - Writes the stop record with outcome C(pending) durably (file and directory fsync) before it sends the stop
-    patch (C(spec.stopped) and the annotation C(ops.rlark.io/guarded-stop-run) naming O(run_id), with a
+    patch (C(spec.stopped) and the annotation C(rlark.ops/guarded-stop-run) naming O(run_id), with a
     resourceVersion precondition), then tails the logs until no Pod CR remains and replaces the record with its
     outcome C(stopped), C(failed) (pods still there after O(wait_timeout)) or C(stopped-unconfirmed) (the API
     server or the records filesystem failed after the patch). A failure after the patch is never C(refused).

@@ -18,7 +18,7 @@ from refusals import task_result
 
 pytestmark = pytest.mark.sandbox
 STOP_TASK = "Check, record and stop the Job (one transaction)"
-ANNOTATION = "ops.rlark.io/guarded-stop-run"
+ANNOTATION = "rlark.ops/guarded-stop-run"
 
 
 @pytest.fixture

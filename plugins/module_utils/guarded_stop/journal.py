@@ -22,6 +22,7 @@ import shutil
 import tempfile
 
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
+from ansible_collections.rlark.ops.plugins.module_utils.labels import STOPPED_BY_RUN
 from ansible_collections.rlark.ops.plugins.module_utils.log_records import log_file_name
 from ansible_collections.rlark.ops.plugins.module_utils.manifest import parse_text
 from ansible_collections.rlark.ops.plugins.module_utils.records import (
@@ -35,8 +36,8 @@ from ansible_collections.rlark.ops.plugins.module_utils.records import (
     write_index,
 )
 
-# The annotation the stop patch carries: the run that stopped the Job (a later read tells it from anyone else's).
-ANNOTATION = "ops.rlark.io/guarded-stop-run"
+# The annotation the stop patch carries (labels.py): the run that stopped the Job.
+ANNOTATION = STOPPED_BY_RUN
 RECORD = "stop.yml"
 PENDING = "pending"
 STOPPED = "stopped"

@@ -141,6 +141,14 @@ def test_copy_keeps_everything_but_name_and_override():
     assert new["spec"] == expected
 
 
+def test_copy_is_not_marked_as_stopped_by_the_sources_guarded_stop():
+    src = full_source()
+    src["metadata"].setdefault("annotations", {})["rlark.ops/guarded-stop-run"] = "20261202T070000Z-guarded-stop-a"
+    new, found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
+    assert found == [] and "rlark.ops/guarded-stop-run" not in new["metadata"]["annotations"]
+    assert new["metadata"]["annotations"]["note"] == "keep"
+
+
 def test_copy_stopped_is_explicit_and_names_are_validated():
     new, found = resume.copy_job(job(), "demo-copy", stopped=True)
     assert new["spec"]["stopped"] is True and found == []
