@@ -33,7 +33,8 @@ preload()
 display = Display()
 
 SPEC = dict(
-    resource=dict(type="dict", required=True),
+    name=dict(type="str", required=True),
+    resource=dict(type="dict", default={}),
     run_id=dict(type="str"),
     records_dir=dict(type="path", required=True),
     records_mode=dict(type="raw"),
@@ -99,7 +100,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         p = self.validate_argument_spec(argument_spec=argument_spec(**SPEC))[1]
         resource = p["resource"]
-        name = ((resource.get("job") or {}).get("metadata") or {}).get("name")
+        name = p["name"]
         host = task_vars.get("inventory_hostname", name)
 
         def progress(line):
@@ -128,7 +129,7 @@ class ActionModule(ActionBase):
             stop = GuardedStop(
                 client, resource, run_id, policy, gate, read_logs,
                 {"dir": p["records_dir"], "mode": mode, "identity": identity}, head,
-                check_mode=self._task.check_mode, manifest=p["manifest"], location=p["location"],
+                check_mode=self._task.check_mode, name=name, manifest=p["manifest"], location=p["location"],
                 selection=p["selection"], identity=p["identity"], expected_log_bytes=expected, wait=p["wait"],
                 wait_timeout=p["wait_timeout"], interval=p["wait_sleep"], deadline=p["deadline"], progress=progress,
             )  # fmt: skip

@@ -86,9 +86,17 @@ def log_record_name(item):
     return {"key": "log-%s" % item["key"], "value": item["value"]}
 
 
-def refusal_outcome(reason, job, stopped_before=False, stopped_now=False, check_mode=False, findings=None):
-    return outcomes.refusal_outcome(job, reason, bool(stopped_before), bool(stopped_now), bool(check_mode), None,
-                                    plain(findings))  # fmt: skip
+def refusal_outcome(failed_result, job, live=None, reread=None, check_mode=False):
+    """The outcome of a refusal by the role's own checks (``ansible_failed_result``), told apart from a stop
+    someone made meanwhile by the Job as read before (``live``) and after (``reread``, an rlark_job_info result)."""
+    failed_result, live, reread = plain(failed_result) or {}, plain(live) or {}, plain(reread) or {}
+    after = ((reread.get("resources") or [{}])[0] or {}).get("job") or {}
+    return outcomes.refusal_outcome(
+        job, failed_result.get("msg") or "failed",
+        stopped_before=bool(((live.get("job") or {}).get("spec") or {}).get("stopped")),
+        stopped_now=bool((after.get("spec") or {}).get("stopped")), check_mode=bool(check_mode),
+        findings=failed_result.get("findings") or [],
+    )  # fmt: skip
 
 
 def stop_summary(results):

@@ -44,10 +44,17 @@ attributes:
     platforms: posix
     description: Runs on the controller; the checkpoint gate runs on the task's target.
 options:
-  resource:
-    description: The M(rlark.ops.rlark_job_info) result item of the Job (C(job), C(tasks), C(pods)).
-    type: dict
+  name:
+    description: Name of the Job.
+    type: str
     required: true
+  resource:
+    description:
+      - The M(rlark.ops.rlark_job_info) result item of the Job (C(job), C(tasks), C(pods)); empty when it does not
+        exist (refused with C(job-not-found)). A Succeeded or Failed Job that is not stopped is refused
+        (C(job-terminal-phase)): RLark ignores a stop of it.
+    type: dict
+    default: {}
   run_id:
     description:
       - The run id of this playbook run (C(rlark_run_id)); names the record directory and the annotation.
@@ -152,6 +159,7 @@ seealso:
 EXAMPLES = r"""
 - name: Guarded stop of a Job whose checkpoint lies on a node
   rlark.ops.rlark_guarded_stop:
+    name: ppo-demo
     resource: "{{ info.resources[0] }}"
     run_id: "{{ rlark_run_id }}"
     records_dir: /srv/rlark-records

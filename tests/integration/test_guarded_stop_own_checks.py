@@ -10,6 +10,7 @@ from independent import GROUP, get_job
 from job_test_support import demo_job, unique, wait_until
 from kubeapi_for_tests import Api
 from playbook_support import outcome_table
+from refusals import task_result
 
 pytestmark = pytest.mark.sandbox
 cleanup = support.cleanup
@@ -39,7 +40,9 @@ def test_succeeded_job_is_refused_then_already_stopped_once_stopped(sandbox, cle
         refused = stop(sandbox, name, tmp_path / "records")
         assert refused.rc != 0, refused
         assert row(refused, name).split()[1] == "refused", outcome_table(refused)
-        assert "is Succeeded; RLark ignores a stop of it." in row(refused, name)
+        assert "is Succeeded: RLark ignores every stop of a Succeeded or Failed Job" in row(refused, name)
+        result = task_result(refused, "Check, record and stop the Job (one transaction)")
+        assert [(f["id"], f["severity"]) for f in result["outcome"]["findings"]] == [("job-terminal-phase", "error")]
         assert get_job(sandbox, name)["spec"].get("stopped") is not True  # nothing was patched
 
         api.merge_patch("%s/jobs/%s" % (GROUP, name), {"spec": {"stopped": True}})

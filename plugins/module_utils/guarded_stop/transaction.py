@@ -27,7 +27,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.outcomes im
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.policy import judge, markers_reason
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.recovery import Recovery
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused, set_stopped
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused, set_stopped, terminal_refusal
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import (
     HEAD_LOG_TAIL,
@@ -68,7 +68,7 @@ class GuardedStop:
         self.client = client
         self.resource = resource
         self.job = resource.get("job") or {}
-        self.name = (self.job.get("metadata") or {}).get("name")
+        self.name = (self.job.get("metadata") or {}).get("name") or options.get("name")
         self.run_id = run_id
         self.policy = policy
         self.gate = gate
@@ -145,8 +145,14 @@ class GuardedStop:
         return self.verdict
 
     def run(self):
+        if not self.job:
+            missing = finding("job-not-found", "Job %r does not exist, so it cannot stop." % self.name, path="name")
+            return self.refused("Job %s does not exist." % self.name, [missing])
         if (self.job.get("spec") or {}).get("stopped"):
             return Recovery(self).run()
+        terminal = terminal_refusal(self.job, "stop")
+        if terminal:  # RLark ignores it: nothing to gate, record or patch
+            return self.refused(terminal["message"], [terminal])
         problem = wal.records_problem(self.records["dir"], self.expected_log_bytes, self.check_mode)
         if problem:
             return self.refused(problem["message"], [problem])

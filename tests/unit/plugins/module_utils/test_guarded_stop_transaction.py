@@ -334,3 +334,17 @@ def test_a_task_copy_appearing_after_the_patch_fails_the_stop_with_the_truth(tmp
     out = make_stop(api, tmp_path).run()
     assert out["outcome"] == "failed" and "rlark-h100" in out["reason"]
     assert record(tmp_path)["outcome"] == "failed"
+
+
+def test_a_missing_or_finished_job_is_refused_before_the_records_check(tmp_path):
+    api = seeded()
+    stop = make_stop(api, tmp_path / "not" / "checked")
+    stop.job, stop.name = {}, "gone"
+    out = stop.run()
+    assert [(f["id"], f["severity"]) for f in out["findings"]] == [("job-not-found", "error")]
+    assert out["reason"] == "Job gone does not exist." and stop.asked == []
+    finished = seeded(phase="Succeeded")
+    stop = make_stop(finished, tmp_path)
+    out = stop.run()
+    assert [(f["id"], f["severity"]) for f in out["findings"]] == [("job-terminal-phase", "error")]
+    assert stop.asked == [] and finished.count("PATCH") == 0 and os.listdir(str(tmp_path)) == []
