@@ -41,9 +41,12 @@ def empty_selection_message(jobs=None, selectors=None, expression=""):
     )
 
 
-def select_jobs(resources, expression=""):
-    """rlark_job_info resources chosen by a JMESPath expression over that list (names or items)."""
+def select_jobs(resources, expression="", names=None):
+    """rlark_job_info resources chosen by ``names`` (when given) and by a JMESPath expression over that list."""
     resources = plain(resources) or []
+    if names:
+        wanted = set(plain(names))
+        resources = [r for r in resources if ((r.get("job") or {}).get("metadata") or {}).get("name") in wanted]
     if not expression:
         return resources
     try:
@@ -54,14 +57,14 @@ def select_jobs(resources, expression=""):
         return []
     if not isinstance(chosen, list):
         chosen = [chosen]
-    names = set()
+    picked = set()
     for item in chosen:
         if isinstance(item, str):
-            names.add(item)
+            picked.add(item)
         elif isinstance(item, dict):
             job = item.get("job") if isinstance(item.get("job"), dict) else item
-            names.add((job.get("metadata") or {}).get("name"))
-    return [r for r in resources if ((r.get("job") or {}).get("metadata") or {}).get("name") in names]
+            picked.add((job.get("metadata") or {}).get("name"))
+    return [r for r in resources if ((r.get("job") or {}).get("metadata") or {}).get("name") in picked]
 
 
 def refusal(job, reason):

@@ -36,12 +36,18 @@ def stop_summary(results):
     lines.append(", ".join("%d %s" % (counts[o], o) for o in OUTCOMES if counts[o] or o in OUTCOMES[:3]))
     refused = [row[0] for row in rows if row[1] == "refused"]
     failed = [row[0] for row in rows if row[1] in ("failed", "stopped-unconfirmed")]
+    ok = not refused and not failed
     return {
         "table": "\n".join(lines),
         "counts": counts,
         "refused": refused,
         "failed": failed,
-        "ok": not refused and not failed,
+        "ok": ok,
+        # The summary record's outcome and the stop records it links.
+        "outcome": "all stopped"
+        if ok
+        else "refused: %s; failed or unconfirmed: %s" % (", ".join(refused), ", ".join(failed)),
+        "stop_records": [r["record"] for r in results or [] if r.get("record")],
     }
 
 

@@ -47,6 +47,12 @@ def test_select_jobs_accepts_items_or_names(expression, names):
     assert [r["job"]["metadata"]["name"] for r in chosen] == names
 
 
+def test_select_jobs_by_names_then_expression():
+    assert [r["job"]["metadata"]["name"] for r in FLOW["select_jobs"](RESOURCES, "", ["b"])] == ["b"]
+    assert FLOW["select_jobs"](RESOURCES, "[?job.status.phase=='Running']", ["b"]) == []
+    assert len(FLOW["select_jobs"](RESOURCES, "", [])) == 2
+
+
 def test_stop_outcomes_counts_a_silent_host_as_refused():
     out = FLOW["stop_outcomes"]([{"job": "a", "outcome": "stopped"}, {}], ["a", "b"])
     assert out[0]["outcome"] == "stopped" and out[1] == {

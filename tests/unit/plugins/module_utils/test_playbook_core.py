@@ -281,6 +281,9 @@ def test_stop_summary_counts_an_unconfirmed_stop_as_failed():
     out = stop_summary.stop_summary([{"job": "a", "outcome": "stopped-unconfirmed", "reason": "API server lost"}])
     assert out["failed"] == ["a"] and not out["ok"] and out["counts"]["stopped-unconfirmed"] == 1
     assert "1 stopped-unconfirmed" in out["table"]
+    assert out["outcome"] == "failed or unconfirmed: a" and out["stop_records"] == []
+    done = stop_summary.stop_summary([{"job": "b", "outcome": "stopped", "record": "/r/b/1/stop.yml"}])
+    assert done["outcome"] == "all stopped" and done["stop_records"] == ["/r/b/1/stop.yml"]
 
 
 def test_stop_summary_table_and_exit_decision():
