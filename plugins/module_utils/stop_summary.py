@@ -37,6 +37,7 @@ def stop_summary(results):
     refused = [row[0] for row in rows if row[1] == "refused"]
     failed = [row[0] for row in rows if row[1] in ("failed", "stopped-unconfirmed")]
     ok = not refused and not failed
+    not_ok = (("refused", refused), ("failed or unconfirmed", failed))
     return {
         "table": "\n".join(lines),
         "counts": counts,
@@ -46,7 +47,7 @@ def stop_summary(results):
         # The summary record's outcome and the stop records it links.
         "outcome": "all stopped"
         if ok
-        else "refused: %s; failed or unconfirmed: %s" % (", ".join(refused), ", ".join(failed)),
+        else "; ".join("%s: %s" % (what, ", ".join(jobs)) for what, jobs in not_ok if jobs),
         "stop_records": [r["record"] for r in results or [] if r.get("record")],
     }
 
