@@ -212,17 +212,30 @@ def stop_with_logs(
     return export_summary(result, tail, head_pod, accept_truncated)
 
 
-def wait_pods_gone(client, name, tail, head_pod, waiter):
+def wait_pods_gone(client, name, tail, head_pod, waiter, transient=()):
     """Poll until ``jobs.stop_state`` says done, reading the logs on every poll; raises WaitTimeout, Refused
-    (duplicate Tasks) and the client's errors (an API server lost for good ends the wait)."""
+    (duplicate Tasks) and the client's errors. An error of a ``transient`` class (a restarted API server answers
+    403 until its authorizer has synced) only says so in the progress and polls again; if the wait then times
+    out, that error is raised instead of WaitTimeout."""
+    last = {}
 
     def gone():
-        tree = read_tree(client, name)
+        try:
+            tree = read_tree(client, name)
+        except transient as exc:
+            last["error"] = exc
+            return False, "the API server answered: %s" % exc, None
+        last.pop("error", None)
         tail.poll()
         done, summary = stop_state(name, tree)
         return done, "%s; %d line(s) of %s read" % (summary, tail.lines(head_pod), head_pod), tree
 
-    return waiter.wait(gone, "the Pod CRs of Job %s to go while reading their logs" % name)
+    try:
+        return waiter.wait(gone, "the Pod CRs of Job %s to go while reading their logs" % name)
+    except WaitTimeout:
+        if "error" in last:
+            raise last["error"] from None
+        raise
 
 
 def export_summary(result, tail, head_pod, accept_truncated=False):

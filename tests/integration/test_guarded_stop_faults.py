@@ -84,7 +84,7 @@ def when_stopped(sandbox, name, action, timeout=300):
 
 
 def fill(path):
-    """Write zeros under ``path`` until its file system is full."""
+    """Write zeros under ``path`` until its file system is full; returns when it was full."""
     with open(os.path.join(path, "filler"), "wb") as fh:
         try:
             while True:
@@ -92,6 +92,7 @@ def fill(path):
                 fh.flush()
         except OSError:
             pass
+    return time.time(), os.statvfs(path).f_bavail
 
 
 @pytest.mark.parametrize(
@@ -121,7 +122,7 @@ def test_records_filesystem_full_after_the_patch_then_the_rerun_completes_the_re
     first = stop(w, records)
     watcher.join(timeout=60)
     assert "annotation" in seen, "the Job was never stopped"
-    assert first.rc != 0, first
+    assert first.rc != 0, (outcome_table(first), seen, stop_records(records, w.name))
     line = row(first, w.name)
     assert " stopped-unconfirmed " in line and "No space left on device" in line, line
     assert get_job(w.sandbox, w.name)["spec"]["stopped"] is True
@@ -182,7 +183,7 @@ def test_api_server_restarted_after_the_patch_is_our_stop_with_a_complete_record
     run = stop(w, w.records)
     watcher.join(timeout=300)
     assert "annotation" in seen, "the Job was never stopped"
-    assert run.rc == 0, run
+    assert run.rc == 0, (outcome_table(run), task_result(run, STOP_TASK).get("msg"))
     line = row(run, w.name)
     assert " stopped " in line and "someone else" not in line, line
     (run_id,) = [r for r in stop_records(w.records, w.name)]

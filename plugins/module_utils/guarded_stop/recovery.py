@@ -83,7 +83,7 @@ class Recovery:
             self.stop.wait_timeout, interval=self.stop.interval, progress=self.stop.progress, **self.stop.clocks
         )
         try:
-            wait_pods_gone(client, self.stop.name, tail, self.stop.head_pod, waiter)
+            wait_pods_gone(client, self.stop.name, tail, self.stop.head_pod, waiter, transient=KubeError)
             data["pods_gone_at"] = data.get("pods_gone_at") or utc_iso(time.time())
         except WaitTimeout as exc:
             what, reason = wal.FAILED, str(exc)

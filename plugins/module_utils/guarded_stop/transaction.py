@@ -241,7 +241,8 @@ class GuardedStop:
         budget = max(1.0, min(self.wait_timeout, self.client.deadline - self.client.clock()))
         waiter = Waiter(budget, interval=self.interval, progress=self.progress, **self.clocks)
         try:
-            wait_pods_gone(self.client, self.name, tail, self.head_pod, waiter)
+            # The patch was accepted: an API error now is the server's trouble, not a verdict. Poll on.
+            wait_pods_gone(self.client, self.name, tail, self.head_pod, waiter, transient=KubeError)
         except WaitTimeout as exc:
             return wal.FAILED, "%s The logs read until then are kept." % exc
         except KubeError as exc:

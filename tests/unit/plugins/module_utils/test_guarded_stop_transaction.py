@@ -21,7 +21,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.policy impo
     markers_reason,
 )
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.transaction import GuardedStop
-from rlark_fake_api import FakeClock, make_client, task_obj
+from rlark_fake_api import FakeClock, make_client, status, task_obj
 from test_jobs import seeded
 
 RUN = "20261202T070000Z-guarded-stop-aaaaaa"
@@ -348,3 +348,21 @@ def test_a_missing_or_finished_job_is_refused_before_the_records_check(tmp_path)
     out = stop.run()
     assert [(f["id"], f["severity"]) for f in out["findings"]] == [("job-terminal-phase", "error")]
     assert stop.asked == [] and finished.count("PATCH") == 0 and os.listdir(str(tmp_path)) == []
+
+
+def test_a_restarted_api_server_answering_403_for_a_while_does_not_end_the_stop(tmp_path):
+    api = seeded()
+    pods_go_after(api, 2)
+    forbidden = status(403, "Forbidden", 'jobs.rlinf.io "demo" is forbidden: RBAC not synced yet')
+    armed = []
+
+    def restarted(method, path, query):
+        if method == "PATCH" and not armed:
+            armed.append(True)
+            api.fail_next(forbidden, method="GET", times=3)
+
+    api.hooks.append(restarted)
+    out = make_stop(api, tmp_path).run()
+    assert out["outcome"] == "stopped", out["reason"]
+    assert any("the API server answered" in line for line in out["stop"]["wait_log"])
+    assert record(tmp_path)["outcome"] == "stopped"
