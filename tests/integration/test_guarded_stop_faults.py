@@ -83,16 +83,15 @@ def when_stopped(sandbox, name, action, timeout=300):
     return thread, done
 
 
-def fill(path):
-    """Write zeros under ``path`` until its file system is full; returns when it was full."""
-    with open(os.path.join(path, "filler"), "wb") as fh:
-        try:
-            while True:
-                fh.write(b"\0" * (1 << 20))
+def keep_full(path, done):
+    """Fill ``path``'s file system and keep it full (whatever a writer frees is taken again) until ``done``."""
+    with open(os.path.join(path, "filler"), "ab") as fh:
+        while not done.is_set():
+            try:
+                fh.write(b"\0" * (1 << 16))
                 fh.flush()
-        except OSError:
-            pass
-    return time.time(), os.statvfs(path).f_bavail
+            except OSError:
+                done.wait(0.01)  # full: look again for freed space until the run has ended
 
 
 @pytest.mark.parametrize(
@@ -118,11 +117,15 @@ def test_records_location_that_cannot_take_the_record_is_refused_before_the_gate
 def test_records_filesystem_full_after_the_patch_then_the_rerun_completes_the_record(running, tmpfs):
     w = running
     records = tmpfs("48m")
-    watcher, seen = when_stopped(w.sandbox, w.name, lambda: fill(records))
-    first = stop(w, records)
-    watcher.join(timeout=60)
+    filling = threading.Event()
+    watcher, seen = when_stopped(w.sandbox, w.name, lambda: keep_full(records, filling))
+    try:
+        first = stop(w, records)
+    finally:
+        filling.set()
+        watcher.join(timeout=60)
     assert "annotation" in seen, "the Job was never stopped"
-    assert first.rc != 0, (outcome_table(first), seen, stop_records(records, w.name))
+    assert first.rc != 0, outcome_table(first)
     line = row(first, w.name)
     assert " stopped-unconfirmed " in line and "No space left on device" in line, line
     assert get_job(w.sandbox, w.name)["spec"]["stopped"] is True
