@@ -155,7 +155,9 @@ def test_exported_head_log_has_the_save_line_of_the_recorded_step_under_cpu_load
 
 def test_stop_at_the_next_checkpoint_states_the_lost_work(running):
     w = running
-    first = w.steps()[-1]
+    # Two step directories: the first is complete (saves run one after another), so "the next checkpoint" is
+    # one newer than a complete one (with none complete yet, the first complete one is the next).
+    first = w.wait_steps(2)[-1]
     run = w.play(
         "guarded_stop.yml",
         kubeconfig=w.sandbox.kubeconfig_operator,
