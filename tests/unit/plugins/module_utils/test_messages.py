@@ -16,6 +16,9 @@ def test_a_differing_job_names_the_playbook_switch_once():
         jobs.ensure_present(make_client(api), desired)
     hint = next(f["hint"] for f in err.value.findings if f["id"] == "job-spec-differs")
     assert hint.count("-e rlark_update=true") == 1 and "Review the diff" not in hint
+    # Issue 32, item 4: plain --check --diff refuses (update is false) and shows no diff; the command that does:
+    assert hint.count("-e rlark_update=true --check --diff") == 1, hint
+    assert "re-run with --check --diff" not in hint
 
 
 @pytest.mark.parametrize(
