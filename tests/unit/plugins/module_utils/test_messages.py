@@ -4,6 +4,7 @@
 
 import pytest
 from ansible_collections.rlark.ops.plugins.module_utils import joblogs, jobs, review
+from migration_inputs import example
 from rlark_fake_api import FakeApi, job, make_client
 
 
@@ -50,3 +51,40 @@ def test_input_errors_have_their_own_hint(source, hint):
 def test_profile_errors_name_the_profile_variable():
     found, _valid = review.input_findings("/nonexistent/profile.yml", "profile")
     assert found[0]["hint"].count("-e rlark_deployment_profile=PATH") == 1
+
+
+@pytest.mark.parametrize(
+    "kind,rename,path,suggestion",
+    [
+        (
+            "manifest",
+            lambda m: m["roles"][0].__setitem__("entrypont", m["roles"][0].pop("entrypoint")),
+            "manifest.roles[0].entrypont",
+            "did you mean 'entrypoint'?",
+        ),
+        (
+            "manifest",
+            lambda m: m.__setitem__("checkpiont", m.pop("checkpoint")),
+            "manifest.checkpiont",
+            "did you mean 'checkpoint'?",
+        ),
+        (
+            "profile",
+            lambda p: p["roles"][0].__setitem__("global_match", p["roles"][0].pop("global_matches")),
+            "profile.roles[0].global_match",
+            "did you mean 'global_matches'?",
+        ),
+    ],
+    ids=["entrypont", "checkpiont", "global_match"],
+)
+def test_a_mistyped_key_names_its_path_and_the_nearest_known_key_once(kind, rename, path, suggestion):
+    """Issue 32, item 5: a typo gets the exact path, "did you mean" the nearest key, and the variable to fix."""
+    manifest, profile = example("sandbox")
+    record = manifest if kind == "manifest" else profile
+    rename(record)
+    found, _valid = review.input_findings(record, kind)
+    typo = [f for f in found if f["path"] == path]
+    assert len(typo) == 1, found
+    assert typo[0]["message"].count(suggestion) == 1, typo[0]
+    variable = "rlark_launch_manifest" if kind == "manifest" else "rlark_deployment_profile"
+    assert typo[0]["hint"].count(variable) == 1, typo[0]
