@@ -22,10 +22,15 @@ def resume_override_findings(view, resume_dir, name):
     return role_verdicts.resume_override_findings(plain(view), resume_dir, name)
 
 
+def resume_gate_refusal(result, step, source):
+    return role_verdicts.resume_gate_refusal(plain(result), plain(step), source)
+
+
 class FilterModule:
     def filters(self):
         return {
             "resume_review_view": resume_review_view,
             "resume_marks": resume_marks,
             "resume_override_findings": resume_override_findings,
+            "resume_gate_refusal": resume_gate_refusal,
         }

@@ -88,6 +88,31 @@ def resume_override_findings(view, resume_dir, name):
     return [finding("resume-override", message, ERROR, path="spec.tasks[0].runScript")]
 
 
+def resume_gate_refusal(result, step, source):
+    """Why a resume may not use the gated checkpoint ('' when it is complete), naming rlark_resume_step.
+
+    A step the gate could not judge (it does not exist, nothing was saved) is not called incomplete.
+    """
+    verdict = gate_summary.summarize(result or {})
+    if verdict["complete"] and verdict["step"] is not None:
+        return ""
+    asked = "the newest complete step" if step in (None, "", "latest") else "step %s" % step
+    todo = (
+        "Set rlark_resume_step to a complete step (N or global_step_N), or leave it unset for the newest complete one."
+    )
+    if not verdict["ran"]:
+        return "Cannot resume %s from %s, nothing was created: %s. %s" % (source, asked, verdict["reason"], todo)
+    newest = verdict.get("latest_complete_step")
+    known = " (the newest complete step is %s)" % newest if newest is not None and newest != verdict["step"] else ""
+    return "Checkpoint %s of %s is not complete, nothing was created: %s%s. %s" % (
+        verdict["step"] if verdict["step"] is not None else step,
+        source,
+        (result or {}).get("msg") or verdict["reason"],
+        known,
+        todo,
+    )
+
+
 def stop_outcome(job, result, gate=None, record="", identity=""):
     """The guarded_stop outcome of a stop call: stopped, already stopped (by someone else meanwhile) or failed."""
     result, gate = result or {}, gate or {}
