@@ -69,6 +69,14 @@ def pod_names(pods):
     return sorted(out)
 
 
+def verify_refusal(state, name):
+    return role_verdicts.verify_submitted_refusal(plain(state), name)
+
+
+def verify_failure(report, timeout, waited=None, wait_msg=""):
+    return role_verdicts.verify_failure(plain(report), timeout, plain(waited), wait_msg or "")
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -80,4 +88,6 @@ class FilterModule:
             "marker_report": marker_report,
             "verify_report": verify_report,
             "pod_names": pod_names,
+            "verify_refusal": verify_refusal,
+            "verify_failure": verify_failure,
         }

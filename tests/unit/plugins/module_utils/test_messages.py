@@ -3,7 +3,7 @@
 """Every message names what the user sets: the playbook variable (``rlark_*``), once, with what to do."""
 
 import pytest
-from ansible_collections.rlark.ops.plugins.module_utils import joblogs, jobs, review
+from ansible_collections.rlark.ops.plugins.module_utils import joblogs, jobs, review, role_verdicts, verify
 from migration_inputs import example
 from rlark_fake_api import FakeApi, job, make_client
 
@@ -88,3 +88,35 @@ def test_a_mistyped_key_names_its_path_and_the_nearest_known_key_once(kind, rena
     assert typo[0]["message"].count(suggestion) == 1, typo[0]
     variable = "rlark_launch_manifest" if kind == "manifest" else "rlark_deployment_profile"
     assert typo[0]["hint"].count(variable) == 1, typo[0]
+
+
+def test_verify_of_a_missing_job_says_it_does_not_exist():
+    """Issue 32, item 6: a missing Job is "does not exist", with the variable that names it."""
+    state = verify.job_state({}, None, "demo")
+    refusal = role_verdicts.verify_submitted_refusal(state, "demo")
+    assert refusal.count("Job demo does not exist") == 1, refusal
+    assert "not submitted as designed" not in refusal
+    assert refusal.count("rlark_job_name") == 1, refusal
+
+
+def running_report(running, missing):
+    observed = {"actor": {"replicas": 1, "pods": 1, "pod_phases": ["Running" if running else "Pending"], "nodes": []}}
+    if running:
+        observed["actor"]["nodes"] = ["a100-01"]
+    state = {"running": running, "observed": observed, "findings": []}
+    signals = {"ok": not missing, "seen": ["worker group"], "missing": missing, "failures": [], "errors": []}
+    logs = {"timed_out": bool(missing), "waited_seconds": 180.2}
+    return role_verdicts.verify_report("demo", "normal", {"submitted": True}, state, signals, logs)
+
+
+def test_verify_of_running_pods_without_signals_is_not_called_not_running():
+    """Issue 32, item 6: pods that run as designed are said to run; what is missing is said in words, no JSON."""
+    msg = role_verdicts.verify_failure(running_report(True, ["Ray head started"]), 180, 180.2)
+    assert msg.count("Job demo is submitted and its pods run as designed (actor 1/1 Running on a100-01)") == 1, msg
+    assert msg.count("Start-up signals not seen in the head's log within 180.2 s: Ray head started") == 1, msg
+    assert "not verified as running" not in msg and "Running: True" not in msg and "{" not in msg
+    assert msg.count("rlark_verify_timeout (now 180 s)") == 1, msg
+    pending = role_verdicts.verify_failure(running_report(False, []), 180, None, "timed out after 180 s")
+    assert pending.count("Job demo is submitted but its pods do not run as designed within 180 s: actor 0/1") == 1
+    assert pending.count("rlark_verify_timeout") == 1, pending
+    assert role_verdicts.verify_failure(running_report(True, []), 180) == ""
