@@ -18,12 +18,13 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLL_ROOT)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
-        lint ruff ansible-lint sanity unit integration it-playbooks it-api it-upstream integration-upstream \
+        lint ruff ansible-lint sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
         test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee torch-dcp-fixtures clean
 
 help:
 	@echo "make demo            migrate, guarded stop and resume on the local sandbox"
 	@echo "make test            ruff, ansible-lint, ansible-test sanity, unit and integration tests"
+	@echo "make requirements-check  pip install -r requirements.txt into a fresh venv must resolve at once (< 180 s)"
 	@echo "make sandbox-up      start (or reuse, restarting dead parts) the local RLark sandbox; FRESH=1: an empty one"
 	@echo "                     sandbox-down / sandbox-status"
 	@echo "make molecule        molecule scenarios (idempotence) against the sandbox"
@@ -101,6 +102,11 @@ endef
 unit: venv collection
 	@echo ">> unit tests"
 	$(call run_pytest,unit,tests/unit -q)
+
+# Only the fresh-venv install of requirements.txt (part of `make unit`): pip must resolve the ranges at once.
+requirements-check: venv collection
+	@echo ">> requirements.txt into a fresh venv"
+	$(call run_pytest,requirements-check,tests/unit -q -m install)
 
 # The integration suite mostly waits on the sandbox (trainer ticks, grace periods), so it runs as three
 # groups in parallel, each on its own sandbox (own apiserver, etcd, S3 server, rlark-sim, fleet).

@@ -10,8 +10,16 @@ from ansible_collections.rlark.ops.plugins.module_utils import resume, role_verd
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
 
-def resume_review_view(copy_job, source):
-    return resume.review_view(plain(copy_job), plain(source))
+def resume_review_view(copy_job, source, manifest=None, profile=None):
+    return resume.review_view(plain(copy_job), plain(source), plain(manifest), plain(profile))
+
+
+def resume_plan(earlier_jobs, source_name, step="latest", new_name=""):
+    return resume.resume_plan(source_name, plain(step), new_name, plain(earlier_jobs))
+
+
+def resume_gate_refusal(result, step, source):
+    return role_verdicts.resume_gate_refusal(plain(result), plain(step), source)
 
 
 def resume_marks(job):
@@ -28,4 +36,6 @@ class FilterModule:
             "resume_review_view": resume_review_view,
             "resume_marks": resume_marks,
             "resume_override_findings": resume_override_findings,
+            "resume_plan": resume_plan,
+            "resume_gate_refusal": resume_gate_refusal,
         }

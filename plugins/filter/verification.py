@@ -61,6 +61,14 @@ def pod_names(pods):
     return sorted(out)
 
 
+def verify_refusal(state, name):
+    return role_verdicts.verify_submitted_refusal(plain(state), name)
+
+
+def verify_failure(report, timeout, waited=None, wait_msg=""):
+    return role_verdicts.verify_failure(plain(report), timeout, plain(waited), wait_msg or "")
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -71,4 +79,6 @@ class FilterModule:
             "resume_patterns": resume_patterns,
             "verify_report": verify_report,
             "pod_names": pod_names,
+            "verify_refusal": verify_refusal,
+            "verify_failure": verify_failure,
         }

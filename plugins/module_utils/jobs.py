@@ -186,9 +186,9 @@ def ensure_present(client, desired, update=False, check_mode=False, before_write
                     "job-spec-differs",
                     "The live Job %r differs from the definition and update is false." % name,
                     path="spec",
-                    hint="Compare the live Job with the definition (re-run with --check --diff to see the "
-                    "difference), then apply it with update=true (playbooks: -e rlark_update=true); "
-                    "spec.stopped stays as it is.",
+                    hint="See the difference by re-running with -e rlark_update=true --check --diff (a server-side "
+                    "dry run: nothing changes; the module option is update=true), then run again without --check "
+                    "to apply it; spec.stopped stays as it is.",
                 )
             )
         if has_errors(found):

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import difflib
 import json
 import os
 
@@ -138,6 +139,12 @@ def _known_keys(error):
     return set(props)
 
 
+def did_you_mean(name, known):
+    """``"; did you mean 'entrypoint'?"`` for the nearest known key of a mistyped one, else ``""``."""
+    close = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.6)
+    return "; did you mean %r?" % close[0] if close else ""
+
+
 def _expand(error, extra_ok):
     """Turn one jsonschema error into ``(path, message)`` items naming the exact field."""
     base = list(error.absolute_path)
@@ -152,7 +159,7 @@ def _expand(error, extra_ok):
     if validator == "additionalProperties" and isinstance(instance, dict) and error.validator_value is False:
         known = _known_keys(error)
         return [
-            (field_path(base + [name]), "unknown field (not in the schema)")
+            (field_path(base + [name]), "unknown field (not in the schema)" + did_you_mean(name, known))
             for name in sorted(instance)
             if name not in known and not extra_ok(name)
         ]

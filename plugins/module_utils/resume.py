@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec
+from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec, render, step_names
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import checkpoint_root
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import job_name, pvc_claims
@@ -217,13 +217,28 @@ def _shared_claim_findings(source):
     return found
 
 
-def review_view(copy_job_, source):
+def _records_head_script(manifest, profile, name):
+    """The head runScript the records render for Job ``name`` (None without both records or when they do not render)."""
+    if not (isinstance(manifest, dict) and isinstance(profile, dict)):
+        return None
+    try:
+        rendered = render.render_job(manifest, profile, name)
+    except Exception:  # bad records are the review's to report, not this view's
+        return None
+    index = jobspec.head_index(rendered)
+    return None if index is None else rendered["spec"]["tasks"][index].get("runScript") or ""
+
+
+def review_view(copy_job_, source, manifest=None, profile=None):
     """The copy as the review must see it, and what it overrides on top of the source.
 
     ``{job, resume_dirs, experiment_key, experiment}``: ``job`` is the copy under the source's name with
     the source's head runScript when the copy's differs from it only by the two intended overrides (so the review
     judges exactly what the records describe), else with ``runner.resume_dir`` stripped (the review
     then reports the difference); the other keys are what the copy passes.
+    A source that is itself a resume carries the two overrides of its own resume: with the records (launch
+    manifest and deployment profile) the copy is also judged against the runScript they render, so a resume of a
+    resumed Job is reviewed like the first one.
     """
     out = copy.deepcopy(copy_job_ or {})
     index = jobspec.head_index(out)
@@ -236,10 +251,18 @@ def review_view(copy_job_, source):
     experiment = hydra.get(script, key) if key else None
     source_index = jobspec.head_index(source or {})
     before = "" if source_index is None else source["spec"]["tasks"][source_index].get("runScript") or ""
-    intended = hydra.set_override(before, RESUME_KEY, resume_dirs[-1]) if resume_dirs else None
-    if intended is not None and key:
-        intended = hydra.set_override(intended, key, experiment)
-    head["runScript"] = before if script == intended else hydra.strip_override(script, RESUME_KEY)[0]
+    bases = [before]
+    if resume_marks(source):  # the source's own resume overrides are no difference from the records
+        records = _records_head_script(manifest, profile, job_name(source or {}))
+        bases = ([records] if records is not None else []) + bases
+    head["runScript"] = hydra.strip_override(script, RESUME_KEY)[0]
+    for base in bases:
+        intended = hydra.set_override(base, RESUME_KEY, resume_dirs[-1]) if resume_dirs else None
+        if intended is not None and key:
+            intended = hydra.set_override(intended, key, experiment)
+        if script == intended:
+            head["runScript"] = base
+            break
     # Rendered names (agent PVC claims) derive from the Job name: the records describe the source's.
     out.setdefault("metadata", {})["name"] = job_name(source or {}) or job_name(out)
     return {"job": out, "resume_dirs": resume_dirs, "experiment_key": key, "experiment": experiment}
@@ -259,3 +282,39 @@ def resume_marks(job):
         "step": int(step) if str(step or "").isdigit() else None,
         "resume_dir": ann.get(RESUME_DIR),
     }
+
+
+def resume_plan(source_name, requested_step, new_name, earlier_jobs):
+    """What a resume run does, given the resumes of ``source_name`` that exist already.
+
+    ``{step, already, refusal}``: ``step`` is ``latest`` or the step number asked for (``36`` and
+    ``global_step_36`` both mean 36); ``already`` the marks of the existing resume that is this run (nothing is
+    created then), else None; ``refusal`` non-empty when the run must fail because what exists is not what was asked.
+    A resume of a step that has none yet is created (under ``<source>-r<step>`` unless named); a name that
+    already resumes another step is refused.
+    """
+    step = step_names.parse_step("latest" if requested_step in (None, "") else requested_step)
+    if step is None:
+        return {
+            "step": None,
+            "already": None,
+            "refusal": "rlark_resume_step=%s is not a step: give a number (-e rlark_resume_step=36), RLinf's "
+            "directory name (-e rlark_resume_step=global_step_36) or latest (the default, the newest complete "
+            "step); nothing was created." % (requested_step,),
+        }
+    marks = [m for m in (resume_marks(j) for j in earlier_jobs or []) if m and m["source"] == source_name]
+    if new_name:
+        already = next((m for m in marks if m["name"] == new_name), None)
+    elif step == step_names.LATEST:
+        already = marks[0] if marks else None
+    else:
+        already = next((m for m in marks if m["step"] == step), None)
+    refusal = ""
+    if already and step != step_names.LATEST and already["step"] != step:
+        refusal = (
+            "%s is already resumed as %s from step %s; step %s was asked, nothing was created. To resume from step "
+            "%s as well, pass another rlark_resume_name (or none: the new Job is then %s-r%s); to keep %s, leave "
+            "rlark_resume_step unset."
+            % (source_name, new_name, already["step"], step, step, source_name, step, new_name)
+        )
+    return {"step": step, "already": already, "refusal": refusal}

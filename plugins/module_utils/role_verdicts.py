@@ -54,6 +54,94 @@ def verify_report(
     }
 
 
+def verify_submitted_refusal(state, name):
+    """Why verify stops before the logs ('' when the Job is submitted as designed); a missing Job is called missing."""
+    state = state or {}
+    if state.get("submitted"):
+        return ""
+    findings = list(state.get("findings") or [])
+    if any(f.get("id") == "verify-job-missing" for f in findings):
+        return (
+            "Job %s does not exist, so there is nothing to verify: check the name (rlark_job_name for verify.yml), "
+            "or submit the Job first with migrate.yml (rlark_launch_manifest, rlark_deployment_profile)." % name
+        )
+    return "Job %s exists but is not submitted as designed: %s" % (
+        name,
+        "; ".join("%s (%s)" % (f.get("message"), f.get("path")) for f in findings) or "see the findings",
+    )
+
+
+def _pods_line(observed):
+    """``actor 1/1 Running on a100-01; rollout 0/2 (Pending)`` from job_state's ``observed``."""
+    parts = []
+    for task, info in sorted((observed or {}).items()):
+        phases = info.get("pod_phases") or []
+        running = sum(1 for p in phases if p == "Running")
+        other = sorted({p or "no phase" for p in phases if p != "Running"})
+        nodes = [n for n in info.get("nodes") or [] if n]
+        parts.append(
+            "%s %d/%d Running%s%s"
+            % (
+                task,
+                running,
+                info.get("replicas", 0),
+                " (%s)" % ", ".join(other) if other else "",
+                " on %s" % ", ".join(nodes) if nodes else "",
+            )
+        )
+    return "; ".join(parts) or "no task observed"
+
+
+def verify_failure(report, timeout, waited=None, wait_msg=""):
+    """The verify failure message ('' when ``report.ok``): what does not hold, and what to do about it.
+
+    Pods and start-up signals are told apart: a Job whose pods run as designed is not called "not running".
+    """
+    report = report or {}
+    if report.get("ok"):
+        return ""
+    name, signals = report.get("job"), report.get("signals") or {}
+    within = "within %s s" % (waited if waited is not None else timeout)
+    if report.get("running"):
+        head = "Job %s is submitted and its pods run as designed (%s), but it is not verified" % (
+            name,
+            _pods_line(report.get("observed")),
+        )
+    else:
+        head = "Job %s is submitted but its pods do not run as designed %s: %s" % (
+            name,
+            within,
+            _pods_line(report.get("observed")),
+        )
+    parts = [head + "."]
+    if signals.get("missing"):
+        parts.append(
+            "Start-up signals not seen in the head's log %s: %s%s."
+            % (
+                within,
+                "; ".join(signals["missing"]),
+                " (seen: %s)" % "; ".join(signals["seen"]) if signals.get("seen") else "",
+            )
+        )
+    if signals.get("failures"):
+        parts.append(
+            "Failure lines in the head's log: %s." % " | ".join(f.get("line", "") for f in signals["failures"])
+        )
+    if signals.get("errors"):
+        parts.append("Signal patterns that cannot be used: %s." % "; ".join(signals["errors"]))
+    if report.get("mode") == "resume" and not (report.get("resume") or {}).get("ok", True):
+        parts.append("The resume is not confirmed by the head's log (see the findings).")
+    if len(parts) == 1:
+        parts.append("What does not hold is in the findings below.")
+    if wait_msg:
+        parts.append(wait_msg.rstrip(".") + ".")
+    parts.append(
+        "Raise rlark_verify_timeout (now %s s) when the start-up is only slow; otherwise fix what the findings and "
+        "failure lines name and submit again." % timeout
+    )
+    return " ".join(parts)
+
+
 def resume_override_findings(view, resume_dir, name):
     """The resume-override finding when a resume copy does not carry exactly the two intended overrides."""
     view = view or {}
@@ -67,3 +155,28 @@ def resume_override_findings(view, resume_dir, name):
         json.dumps(view.get("experiment")),
     )
     return [finding("resume-override", message, ERROR, path="spec.tasks[0].runScript")]
+
+
+def resume_gate_refusal(result, step, source):
+    """Why a resume may not use the gated checkpoint ('' when it is complete), naming rlark_resume_step.
+
+    A step the gate could not judge (it does not exist, nothing was saved) is not called incomplete.
+    """
+    verdict = gate_summary.summarize(result or {})
+    if verdict["complete"] and verdict["step"] is not None:
+        return ""
+    asked = "the newest complete step" if step in (None, "", "latest") else "step %s" % step
+    todo = (
+        "Set rlark_resume_step to a complete step (N or global_step_N), or leave it unset for the newest complete one."
+    )
+    if not verdict["ran"]:
+        return "Cannot resume %s from %s, nothing was created: %s. %s" % (source, asked, verdict["reason"], todo)
+    newest = verdict.get("latest_complete_step")
+    known = " (the newest complete step is %s)" % newest if newest is not None and newest != verdict["step"] else ""
+    return "Checkpoint %s of %s is not complete, nothing was created: %s%s. %s" % (
+        verdict["step"] if verdict["step"] is not None else step,
+        source,
+        (result or {}).get("msg") or verdict["reason"],
+        known,
+        todo,
+    )

@@ -15,11 +15,30 @@ import re
 
 STEP_PREFIX = "global_step_"
 STEP_NAME = re.compile(r"^%s(\d+)$" % STEP_PREFIX)
+LATEST = "latest"
 
 
 def step_number(path):
     """N of a path ending in ``global_step_N`` (no trailing slash, as RLinf needs), else None."""
     match = STEP_NAME.match(posixpath.basename(path or ""))
+    return int(match.group(1)) if match else None
+
+
+def parse_step(value):
+    """What a user asks for as a step: ``latest``, ``N``, ``"N"`` or the directory name ``global_step_N``.
+
+    Returns ``"latest"`` or the int N; None for anything else (a negative number, another name, a bool).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    text = str(value if value is not None else "").strip()
+    if text == LATEST:
+        return LATEST
+    if text.isdigit():
+        return int(text)
+    match = STEP_NAME.match(text)
     return int(match.group(1)) if match else None
 
 
@@ -38,4 +57,4 @@ def step_dir(root, step):
     return posixpath.join((root or "").rstrip("/"), step_name(step))
 
 
-__all__ = ["STEP_NAME", "STEP_PREFIX", "is_step_like", "step_dir", "step_name", "step_number"]
+__all__ = ["LATEST", "STEP_NAME", "STEP_PREFIX", "is_step_like", "parse_step", "step_dir", "step_name", "step_number"]

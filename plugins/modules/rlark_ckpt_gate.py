@@ -80,8 +80,9 @@ options:
     default: true
   step:
     description:
-      - The step to judge, or V(latest) for the newest complete step (when the newest step is partial the
-        result says so in RV(findings)).
+      - The step to judge, as a number (V(40)) or RLinf's directory name (V(global_step_40)), or V(latest) for the
+        newest complete step (when the newest step is partial the result says so in RV(findings)).
+      - A step that does not exist fails with C(no step N under <root> (newest M)) and the steps present.
     type: str
     default: latest
   quiet_seconds:

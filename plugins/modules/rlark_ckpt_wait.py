@@ -67,7 +67,7 @@ options:
     type: bool
     default: true
   step:
-    description: The step to judge (C(latest) or a number).
+    description: The step to judge (C(latest), a number or C(global_step_N)).
     type: str
     default: latest
   quiet_seconds:

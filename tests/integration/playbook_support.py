@@ -127,6 +127,16 @@ def all_output(run):
     return run.stdout + run.stderr + json.dumps(run.data or {})
 
 
+def failed_messages(run):
+    """The msg of every failed task (and failed loop item), as the operator sees them."""
+    out = []
+    for _task, result in run.task_results():
+        if result.get("failed"):
+            out.append(str(result.get("msg", "")))
+            out += [str(r.get("msg", "")) for r in result.get("results") or [] if r.get("failed")]
+    return out
+
+
 def outcome_table(run):
     """The guarded-stop summary table from a run, or ''."""
     for task, result in run.task_results():

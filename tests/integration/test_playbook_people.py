@@ -8,7 +8,7 @@ import time
 import pytest
 import yaml
 from helpers import run_playbook
-from playbook_support import INVENTORY, Workload
+from playbook_support import INVENTORY, Workload, failed_messages
 
 pytestmark = pytest.mark.sandbox
 
@@ -20,16 +20,6 @@ SECRETS = {
     "WANDB_KEY": "0123456789abcdef0123456789abcdef01234567",
     "ALERTS": "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
 }
-
-
-def failed_messages(run):
-    """The msg of every failed task (and failed loop item), as the operator sees them."""
-    out = []
-    for _task, result in run.task_results():
-        if result.get("failed"):
-            out.append(str(result.get("msg", "")))
-            out += [str(r.get("msg", "")) for r in result.get("results") or [] if r.get("failed")]
-    return out
 
 
 def walk_files(root):
@@ -49,6 +39,15 @@ def test_missing_inputs_are_named_with_the_option_to_pass(sandbox, tmp_path):
     assert shown.count("pass -e rlark_deployment_profile=PATH") == 1, shown
     assert "is undefined" not in run.stdout + run.stderr
     assert not os.path.exists(w.records), "a run without inputs wrote records"
+
+
+def test_verify_of_a_missing_job_says_it_does_not_exist(sandbox, tmp_path):
+    """Issue 32, item 6: "does not exist", with the variable that names the Job, not "not submitted as designed"."""
+    w = Workload(sandbox, tmp_path)
+    run = w.play("verify.yml", extra={"rlark_job_name": w.name})
+    shown = "\n".join(failed_messages(run))
+    assert run.rc != 0 and shown.count("Job %s does not exist" % w.name) == 1, shown
+    assert "not submitted as designed" not in shown and shown.count("rlark_job_name") == 1, shown
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import time
 
 import pytest
 from kubernetes import client, config
-from playbook_support import Workload, all_output, to_object_storage, without_server_fields
+from playbook_support import Workload, all_output, failed_messages, to_object_storage, without_server_fields
 from s3_support import s3_client
 
 pytestmark = pytest.mark.sandbox
@@ -242,5 +242,59 @@ def test_resume_on_object_storage_never_touches_the_original_prefix(sandbox, tmp
         assert s3_tree_hashes(s3, sandbox.s3_bucket, prefix) == before  # same keys, sizes, ETags and bytes
         proof = w.records_of("resume-proof")[-1]["data"]
         assert proof["diff"]["same"] is True and proof["original_tree"]["files"] == len(before)
+    finally:
+        w.cleanup()
+
+
+def failed(run):
+    """Every failed task's msg, as the operator sees them, as one text."""
+    return "\n".join(failed_messages(run))
+
+
+def test_a_resumed_job_resumes_again_and_a_step_asked_for_is_never_ignored(sandbox, tmp_path, jobs_api):
+    """Issue 32, items 2 and 3, through resume.yml with the launch manifest and deployment profile given."""
+    w = Workload(sandbox, tmp_path)
+    try:
+        migrate_and_stop(w, sandbox, lambda: w.wait_steps(2))
+        steps = w.steps()
+        before_jobs = job_names(jobs_api)
+        # Item 3: a step that does not exist is no step, not an incomplete one.
+        missing = w.play("resume.yml", extra={"rlark_resume_source": w.name, "rlark_resume_step": 999})
+        shown = failed(missing)
+        assert missing.rc != 0 and shown.count("no step 999 under %s (newest %d)" % (w.checkpoints, steps[-1])) == 1
+        assert "not complete" not in shown and shown.count("rlark_resume_step") == 1, shown
+        assert job_names(jobs_api) == before_jobs
+
+        # Item 3: RLinf's directory name is a step; the resume is <source>-r<N>.
+        first = "%s-r%d" % (w.name, steps[0])
+        w.created.append(first)
+        run = w.play(
+            "resume.yml", extra={"rlark_resume_source": w.name, "rlark_resume_step": "global_step_%d" % steps[0]}
+        )
+        assert run.rc == 0, run
+        assert jobs_api.get_cluster_custom_object(GROUP, VERSION, "jobs", first)["metadata"]["annotations"][
+            "rlark.ops/resume-step"
+        ] == str(steps[0])
+
+        # Item 2: another step with that resume's name fails naming both steps.
+        other = {"rlark_resume_source": w.name, "rlark_resume_step": steps[1]}
+        named = w.play("resume.yml", extra=dict(other, rlark_resume_name=first))
+        shown = failed(named)
+        asked = "%s is already resumed as %s from step %d; step %d was asked" % (w.name, first, steps[0], steps[1])
+        assert named.rc != 0 and shown.count(asked) == 1, shown
+
+        # The resume is stopped (a long training's next step, and its GPUs are free again).
+        stopped = w.play("guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra={"rlark_jobs": [first]})
+        assert stopped.rc == 0, stopped
+        # Item 2: without a name, the step asked for is created (check mode: every check, nothing created).
+        checked = w.play("resume.yml", extra=other, check=True)
+        assert checked.rc == 0, failed(checked) or checked
+        assert "would create %s-r%d from step %d (checks passed)" % (w.name, steps[1], steps[1]) in all_output(checked)
+
+        # Item 2: the resumed Job resumes again with the same launch manifest (check mode: the review of the copy).
+        again = w.play("resume.yml", extra={"rlark_resume_source": first}, check=True)
+        assert again.rc == 0, failed(again) or again
+        assert "would create %s-r" % first in all_output(again)
+        assert "job-differs-from-records" not in all_output(again)
     finally:
         w.cleanup()

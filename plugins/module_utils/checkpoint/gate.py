@@ -78,9 +78,10 @@ def _only_odd_names(source, names):
 
 
 def _step_not_found(source, opts, steps):
+    """``steps``: the step numbers present, newest first."""
     return L.GateError(
-        "step %s not found under %s; steps present: %s"
-        % (opts["step"], source.describe(), ", ".join(str(s) for s in reversed(steps[:20])))
+        "no step %s under %s (newest %s); steps present: %s"
+        % (opts["step"], source.describe(), steps[0], ", ".join(str(s) for s in steps[:20]))
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rlark.ops.plugins.module_utils import step_names
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
 
 DEFAULTS = {
@@ -48,14 +49,13 @@ def normalize_options(options):
 
 
 def _step(step):
-    """``latest`` or a non-negative step number (a digit string is taken as a number)."""
-    if isinstance(step, str) and step != "latest":
-        if not step.isdigit():
-            raise L.LayoutError("step must be a number or 'latest', got %r" % step)
-        step = int(step)
-    if isinstance(step, int) and step < 0:
+    """``latest`` or a non-negative step number; ``"40"`` and RLinf's directory name ``global_step_40`` mean 40."""
+    if isinstance(step, int) and not isinstance(step, bool) and step < 0:
         raise L.LayoutError("step must not be negative, got %d" % step)
-    return step
+    parsed = step_names.parse_step(step)
+    if parsed is None:
+        raise L.LayoutError("step must be a number, global_step_N or 'latest', got %r" % (step,))
+    return parsed
 
 
 def _check_critic(opts):

@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ckpt_fixtures as F
+from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import (
     incomplete_message,
@@ -99,7 +100,7 @@ def test_explicit_step_and_single_step_path(tmp_path):
     assert [s["name"] for s in lazy["steps"]] == ["global_step_20"]
     single = gate(tmp_path / "global_step_10")
     assert single["complete"] and [s["name"] for s in single["steps"]] == ["global_step_10"]
-    with pytest.raises(GateError, match="step 99 not found"):
+    with pytest.raises(GateError, match="no step 99 under"):
         gate(tmp_path, step=99)
 
 
@@ -160,7 +161,7 @@ def test_unreadable_subdirectory_makes_the_step_incomplete(tmp_path, monkeypatch
         ({"backend": "megatron", "actor_world_size": 6, "tensor_parallel": 4}, "not a multiple"),
         ({"backend": "megatron", "runner": "sac"}, "FSDP workers only"),
         ({"runner": "embodied", "critic": True}, "only reasoning/agent save a critic"),
-        ({"step": "last"}, "step must be a number or 'latest'"),
+        ({"step": "last"}, "step must be a number, global_step_N or 'latest'"),
         ({"actor_world_size": 0}, "actor_world_size must be at least 1"),
     ],
 )
@@ -331,3 +332,19 @@ def test_newest_first_sees_a_trailing_part_only_older_siblings_have(tmp_path):
     r = run_gate(LocalSource(str(tmp_path)), {"quiet_seconds": 120})
     assert r["step"] == 20 and r["newest_step"] == 30 and r["complete"]
     assert "missing-trailing-part" in r["steps"][-1]["reasons"][-1]
+
+
+@pytest.mark.parametrize("full_report", [False, True])
+def test_a_step_that_does_not_exist_is_no_step_and_global_step_names_are_steps(tmp_path, full_report):
+    """Issue 32, item 3: step 999 is "no step 999 under <root> (newest N)", never "not complete";
+    ``global_step_10`` means step 10, as RLinf names its directory."""
+    seed(tmp_path, (10, "complete"), (20, "complete"))
+    with pytest.raises(GateError) as err:
+        gate(tmp_path, step=999, full_report=full_report)
+    assert str(err.value).count("no step 999 under %s (newest 20)" % tmp_path) == 1, str(err.value)
+    assert "not complete" not in str(err.value) and "incomplete" not in str(err.value)
+    named = gate(tmp_path, step="global_step_10", full_report=full_report)
+    assert named["complete"] and named["step"] == 10
+    refusal = role_verdicts.resume_gate_refusal({"failed": True, "msg": str(err.value)}, 999, "demo")
+    assert refusal.count("Cannot resume demo from step 999, nothing was created: no step 999 under") == 1, refusal
+    assert "not complete" not in refusal and refusal.count("rlark_resume_step") == 1, refusal

@@ -223,4 +223,4 @@ def test_waiting_before_anything_was_saved_times_out_with_the_reason(tmp_path, c
 
 def test_a_wrong_option_fails_before_waiting(tmp_path, capsys):
     r = run({"path": str(tmp_path), "wait_timeout": 600, "step": "x"}, capsys)
-    assert r["_rc"] == 1 and "step must be a number or 'latest'" in r["msg"]
+    assert r["_rc"] == 1 and "step must be a number, global_step_N or 'latest'" in r["msg"]
