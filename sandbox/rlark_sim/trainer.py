@@ -114,6 +114,7 @@ class Trainer(threading.Thread):
             if cfg.save_interval > 0 and (step % cfg.save_interval == 0 or step == cfg.max_steps):
                 self._save(cfg, step)
             self._extra_lines(cfg, step)
+            self._long_line(cfg, step)
             self.say("Global Step: %d/%d" % (step, cfg.max_steps))
 
     def _extra_lines(self, cfg, step, batch=10000):
@@ -126,6 +127,23 @@ class Trainer(threading.Thread):
                 head = "[sim-log] step %d line %d/%d " % (step, i, total)
                 lines.append(head + "x" * max(0, cfg.line_bytes - len(head)))
             self.out.lines(lines)
+
+    def _long_line(self, cfg, step):
+        """SIM_LONG_LINE_BYTES: one line of exactly that many bytes (newline excluded) every SIM_LONG_LINE_EVERY
+        steps, like a trainer dumping its config or a metrics dict: key=value metrics, dotted names, paths and
+        long letter runs (the shapes a redaction scans), ending in ``|end step <s>`` so a reader can tell a
+        whole line from a cut one. Nothing in it looks like a secret."""
+        size = cfg.long_line_bytes
+        if not size or step % cfg.long_line_every:
+            return
+        head = "[sim-long] step %d bytes %d " % (step, size)
+        tail = " |end step %d" % step
+        unit = (
+            "rollout/reward_mean=0.%04d actor.grad_norm: 1.%03d data.path=/data/rlinf/shard-%05d.parquet "
+            "critic.value.loss=0.5 " % (step % 10000, step % 1000, step % 100000)
+        ) + "x" * 300 + " a.b.c.d.e-f.g " * 4
+        fill = max(0, size - len(head) - len(tail))  # a size below ~40 bytes gives just the head and the end
+        self.out.lines([head + (unit * (fill // len(unit) + 1))[:fill] + tail])
 
     def _wait_cluster(self, total, timeout):
         deadline = time.time() + timeout
