@@ -189,9 +189,46 @@ def _has(text, rule_id):
     return any(part in text for part in _NEEDS[rule_id])
 
 
-def _whole_rules_in(text):
-    """The rules of ``_WHOLE_RULES`` that can match ``text`` (its other rules cannot)."""
-    return tuple(entry for entry in _WHOLE_RULES if _has(text, entry[0].id))
+def _whole_finders(text):
+    """``(rule, search(text, pos))`` for the rules of ``_WHOLE_RULES`` that can match ``text`` (the others cannot)."""
+    return [
+        (rule, _find_jwt if rule.id == "jwt" else regex.search) for rule, regex in _WHOLE_RULES if _has(text, rule.id)
+    ]
+
+
+def _whole_matches(text):
+    """What the alternation of ``_WHOLE_RULES`` finds (``finditer``): from each position the leftmost match of
+    any rule, the first rule in the table on a tie, each rule searched on its own and again only once passed."""
+    finders = _whole_finders(text)
+    found = [None] * len(finders)
+    pos = 0
+    while True:
+        best = None
+        for index, (_rule, search) in enumerate(finders):
+            if found[index] is None or (found[index] and found[index].start() < pos):
+                found[index] = search(text, pos) or False
+            if found[index] and (best is None or found[index].start() < best.start()):
+                best = found[index]
+        if best is None:
+            return
+        yield best
+        pos = best.end()
+
+
+_JWT = re.compile(_BY_ID["jwt"].value)
+_JWT_START = re.compile(r"\beyJ")
+_JWT_RUN = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _find_jwt(text, pos):
+    """The jwt rule's leftmost match from ``pos``. A start that fails fails for every later ``eyJ`` of the same
+    run of token characters (they all end where the run ends): the run is skipped, not tried from each one."""
+    while True:
+        start = _JWT_START.search(text, pos)
+        match = _JWT.match(text, start.start()) if start else None
+        if match or not start:
+            return match
+        pos = _JWT_RUN.match(text, start.start()).end()
 
 
 _BEARER = re.compile(_BY_ID["auth-header"].value)
@@ -219,12 +256,6 @@ _PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp[0-9]
 def _memo(func):
     """Names and strings repeat a lot across roles; a bounded cache keeps filters fast."""
     return lru_cache(maxsize=8192)(func) if lru_cache else func
-
-
-@_memo
-def _whole_regex(rules):
-    """One alternation of ``rules`` in table order: the leftmost match, the first rule on a tie."""
-    return re.compile("|".join("(?:%s)" % rule.value for rule, _regex in rules), re.S) if rules else None
 
 
 def name_rule(name, value=None):
@@ -277,8 +308,8 @@ def value_rule(text):
     """The id of the first value-shape rule that ``text`` matches, or None."""
     if not isinstance(text, str):
         return None
-    for rule, regex in _whole_rules_in(text):
-        if regex.search(text):
+    for rule, search in _whole_finders(text):
+        if search(text, 0):
             return rule.id
     if _may_hold_bearer(text) and _BEARER.search(text):
         return "auth-header"
@@ -340,8 +371,7 @@ def redact_text(text):
 
 
 def _redact_text(text):
-    whole = _whole_regex(_whole_rules_in(text))
-    out = whole.sub(MASK, text) if whole else text
+    out = _sub_matches(text, _whole_matches(text), lambda _match: MASK)
     out = _BEARER.sub(lambda m: m.group(1) + " " + MASK, out) if _may_hold_bearer(out) else out
     out = _sub_matches(out, _url_passwords(out), lambda m: m.group(1) + MASK + m.group(3))
     out = _sub_matches(out, _assignments(out), _mask_assignment)
