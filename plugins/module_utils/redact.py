@@ -247,15 +247,16 @@ _ASSIGNMENT = re.compile(
     r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s'\";&,]+)"
 )
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
+_DIGIT = re.compile(r"[0-9]")
 # rlark.ops run ids (20250102T030405Z-guarded-stop-3fa9c1) name record directories, they hide nothing.
 _RUN_ID = re.compile(r"^[0-9]{8}T[0-9]{6}Z(?:-[a-z0-9]+)*$")
 # The base64 body of an SSH public key is high-entropy but public (Job spec.sshPublicKey).
 _PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp[0-9]+|sk-ssh-ed25519@openssh\.com)\s+$")
 
 
-def _memo(func):
+def _memo(func, size=8192):
     """Names and strings repeat a lot across roles; a bounded cache keeps filters fast."""
-    return lru_cache(maxsize=8192)(func) if lru_cache else func
+    return lru_cache(maxsize=size)(func) if lru_cache else func
 
 
 def name_rule(name, value=None):
@@ -298,9 +299,13 @@ def is_high_entropy_token(token):
     """Long mixed-case alphanumeric runs such as API keys; hex (digests, commits) is not one."""
     if len(token) < 32 or _HEX.match(token):
         return False
-    has_upper = any(c.isupper() for c in token)
-    has_lower = any(c.islower() for c in token)
-    has_digit = any(c.isdigit() for c in token)
+    if token.isascii():  # the same tests as below, in C (a long run is read a few times, not char by char)
+        has_upper, has_lower = token != token.lower(), token != token.upper()
+        has_digit = has_upper and has_lower and _DIGIT.search(token) is not None
+    else:
+        has_upper = any(c.isupper() for c in token)
+        has_lower = any(c.islower() for c in token)
+        has_digit = any(c.isdigit() for c in token)
     return has_upper and has_lower and has_digit and _entropy(token) >= 4.0
 
 
@@ -366,8 +371,11 @@ def redact_text(text):
     if not isinstance(text, str) or len(text) < 6:
         return text
     text = str.__str__(text)
-    # Only short strings repeat (names, values); long ones (exported logs) are not worth caching.
-    return _redact_short(text) if len(text) < 2048 else _redact_text(text)
+    # Short strings repeat (names, values). A long value is redacted a few times in one review (the manifest,
+    # the Job, the result): the last few are kept, up to 4 MB each; longer text (exported logs) is not.
+    if len(text) < 2048:
+        return _redact_short(text)
+    return _redact_long(text) if len(text) <= 1 << 22 else _redact_text(text)
 
 
 def _redact_text(text):
@@ -398,6 +406,7 @@ def _mask_long_token(match):
 
 
 _redact_short = _memo(_redact_text)
+_redact_long = _memo(_redact_text, size=4)
 
 
 def looks_secret(text):
