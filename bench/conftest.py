@@ -8,7 +8,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import figures
 
 # Files whose benches need no sandbox and finish in seconds: what `make test` and CI run (make bench-quick).
-QUICK_FILES = ("test_bench_render.py",)
+QUICK_FILES = ("test_bench_render.py", "test_bench_linear_text.py")
 
 
 def pytest_collection_modifyitems(config, items):

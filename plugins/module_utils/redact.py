@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import math
 import re
-from collections import namedtuple
+from collections import Counter, namedtuple
 
 try:
     from functools import lru_cache
@@ -155,26 +155,117 @@ _BY_ID = {rule.id: rule for rule in SECRET_RULES}
 _NAME_RULES = tuple(rule for rule in SECRET_RULES if rule.name)
 # Shapes masked as a whole; the last three keep their surroundings (scheme, user, "Bearer").
 _WHOLE_RULES = [(r, re.compile(r.value, re.S)) for r in SECRET_RULES if r.value][:-3]
-_MASKED_WHOLE = re.compile("|".join("(?:%s)" % r.value for r, _regex in _WHOLE_RULES), re.S)
+# Text each value-shape rule cannot match without (one of them). A plain ``in`` test finds them in a
+# megabyte in microseconds, where each regex costs a pass at every position: the rules whose text is
+# absent are not run (they cannot match), which keeps long values and log lines fast.
+_NEEDS = {
+    "pem-private-key": ("-----BEGIN ",),
+    "openssh-private-key": ("b3BlbnNzaC1rZXktdjE",),
+    "jwt": ("eyJ",),
+    "aws-access-key-id": ("AKIA", "ASIA", "AIDA", "AROA", "AGPA", "ANPA"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab-token": ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-"),
+    "openai-key": ("sk-",),
+    "stripe-key": ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
+    "slack-token": ("xox",),
+    "slack-webhook": ("https://hooks.slack.com/",),
+    "discord-webhook": ("/api/webhooks/",),
+    "teams-webhook": (".webhook.office.com/",),
+    "google-api-key": ("AIza",),
+    "gcp-service-account-key": ('"private_key_id"',),
+    "huggingface-token": ("hf_",),
+    "npm-token": ("npm_",),
+    "pypi-token": ("pypi-",),
+    "sendgrid-key": ("SG.",),
+    "azure-account-key": ("y=", "Y="),  # AccountKey= in any case: only y and Y fold to y
+    "azure-sas": ("sig=",),
+    "twilio-key": ("SK",),
+    "databricks-token": ("dapi",),
+    "masked-value": (MASK,),
+}
+
+
+def _has(text, rule_id):
+    return any(part in text for part in _NEEDS[rule_id])
+
+
+def _whole_finders(text):
+    """``(rule, search(text, pos))`` for the rules of ``_WHOLE_RULES`` that can match ``text`` (the others cannot)."""
+    return [
+        (rule, _find_jwt if rule.id == "jwt" else regex.search) for rule, regex in _WHOLE_RULES if _has(text, rule.id)
+    ]
+
+
+def _whole_matches(text):
+    """What the alternation of ``_WHOLE_RULES`` finds (``finditer``): from each position the leftmost match of
+    any rule, the first rule in the table on a tie, each rule searched on its own and again only once passed."""
+    finders = _whole_finders(text)
+    found = [None] * len(finders)
+    pos = 0
+    while True:
+        best = None
+        for index, (_rule, search) in enumerate(finders):
+            if found[index] is None or (found[index] and found[index].start() < pos):
+                found[index] = search(text, pos) or False
+            if found[index] and (best is None or found[index].start() < best.start()):
+                best = found[index]
+        if best is None:
+            return
+        yield best
+        pos = best.end()
+
+
+_JWT = re.compile(_BY_ID["jwt"].value)
+_JWT_START = re.compile(r"\beyJ")
+_JWT_RUN = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _find_jwt(text, pos):
+    """The jwt rule's leftmost match from ``pos``. A start that fails fails for every later ``eyJ`` of the same
+    run of token characters (they all end where the run ends): the run is skipped, not tried from each one."""
+    while True:
+        start = _JWT_START.search(text, pos)
+        match = _JWT.match(text, start.start()) if start else None
+        if match or not start:
+            return match
+        pos = _JWT_RUN.match(text, start.start()).end()
+
+
 _BEARER = re.compile(_BY_ID["auth-header"].value)
 _URL_PASSWORD = re.compile(_BY_ID["url-password"].value)
+# Where a URL-password match can begin: a whole run of scheme characters right before ``://``, then the
+# first letter in it at a word boundary (every later start ends at the same ``://`` and fails or succeeds
+# the same way; trying each one made a long dotted or dashed run quadratic).
+_SCHEME_RUN = re.compile(r"(?i)(?<![a-z0-9+.-])[a-z0-9+.-]+(?=://)")
+_SCHEME_START = re.compile(r"(?i)\b[a-z]")
 _LONG_TOKEN = re.compile(_BY_ID["high-entropy"].value)
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-]*)(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s'\";&,]+)")
+# ``name = value``. A name only starts a run of name characters (after its leading digits, dots or dashes):
+# every later start in the run ends where the run ends and fails the same way, and trying each one made
+# a long run quadratic.
+_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_.\-])(?P<lead>[0-9.\-]*)(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>\s*[=:]\s*)"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s'\";&,]+)"
+)
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
+_DIGIT = re.compile(r"[0-9]")
 # rlark.ops run ids (20250102T030405Z-guarded-stop-3fa9c1) name record directories, they hide nothing.
 _RUN_ID = re.compile(r"^[0-9]{8}T[0-9]{6}Z(?:-[a-z0-9]+)*$")
 # The base64 body of an SSH public key is high-entropy but public (Job spec.sshPublicKey).
 _PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp[0-9]+|sk-ssh-ed25519@openssh\.com)\s+$")
 
 
-def _memo(func):
+def _memo(func, size=8192):
     """Names and strings repeat a lot across roles; a bounded cache keeps filters fast."""
-    return lru_cache(maxsize=8192)(func) if lru_cache else func
+    return lru_cache(maxsize=size)(func) if lru_cache else func
 
 
-@_memo
 def name_rule(name, value=None):
     """The id of the name rule that makes ``name`` (holding ``value``) a secret, or None."""
+    # A long value is not kept in the cache (a few megabyte env values would stay in memory).
+    return _name_rule(name, value) if isinstance(value, str) and len(value) >= 2048 else _name_rule_memo(name, value)
+
+
+def _name_rule(name, value):
     words = name_words(name)
     if not _holds(words):
         return None
@@ -184,6 +275,9 @@ def name_rule(name, value=None):
         if rule.name(words, value):
             return rule.id
     return None
+
+
+_name_rule_memo = _memo(_name_rule)
 
 
 def is_secret_name(name):
@@ -197,9 +291,7 @@ def is_secret_assignment(name, value):
 
 
 def _entropy(text):
-    counts = {}
-    for ch in text:
-        counts[ch] = counts.get(ch, 0) + 1
+    counts = Counter(text)
     return -sum(c / float(len(text)) * math.log(c / float(len(text)), 2) for c in counts.values())
 
 
@@ -207,9 +299,13 @@ def is_high_entropy_token(token):
     """Long mixed-case alphanumeric runs such as API keys; hex (digests, commits) is not one."""
     if len(token) < 32 or _HEX.match(token):
         return False
-    has_upper = any(c.isupper() for c in token)
-    has_lower = any(c.islower() for c in token)
-    has_digit = any(c.isdigit() for c in token)
+    if token.isascii():  # the same tests as below, in C (a long run is read a few times, not char by char)
+        has_upper, has_lower = token != token.lower(), token != token.upper()
+        has_digit = has_upper and has_lower and _DIGIT.search(token) is not None
+    else:
+        has_upper = any(c.isupper() for c in token)
+        has_lower = any(c.islower() for c in token)
+        has_digit = any(c.isdigit() for c in token)
     return has_upper and has_lower and has_digit and _entropy(token) >= 4.0
 
 
@@ -217,15 +313,15 @@ def value_rule(text):
     """The id of the first value-shape rule that ``text`` matches, or None."""
     if not isinstance(text, str):
         return None
-    for rule, regex in _WHOLE_RULES:
-        if regex.search(text):
+    for rule, search in _whole_finders(text):
+        if search(text, 0):
             return rule.id
-    if _BEARER.search(text):
+    if _may_hold_bearer(text) and _BEARER.search(text):
         return "auth-header"
-    if _URL_PASSWORD.search(text):
+    if next(_url_passwords(text), None):
         return "url-password"
-    for match in _ASSIGNMENT.finditer(text):
-        rule = name_rule(match.group(1), _unquote(match.group(3)))
+    for match in _assignments(text):
+        rule = name_rule(match.group("name"), _unquote(match.group("value")))
         if rule:
             return rule
     if any(_mask_long_token(m) == MASK for m in _LONG_TOKEN.finditer(text)):
@@ -245,9 +341,29 @@ def _unquote(text):
 
 
 def _mask_assignment(match):
-    if name_rule(match.group(1), _unquote(match.group(3))):
-        return match.group(1) + match.group(2) + MASK
+    if name_rule(match.group("name"), _unquote(match.group("value"))):
+        return match.group("lead") + match.group("name") + match.group("sep") + MASK
     return match.group(0)
+
+
+def _url_passwords(text):
+    """``_URL_PASSWORD.finditer(text)`` in linear time: one match attempt per ``://``."""
+    end = 0
+    for run in _SCHEME_RUN.finditer(text) if "://" in text else ():
+        start = _SCHEME_START.search(text, run.start(), run.end()) if run.start() >= end else None
+        match = _URL_PASSWORD.match(text, start.start()) if start else None
+        if match:
+            end = match.end()
+            yield match
+
+
+def _sub_matches(text, matches, replace):
+    """``text`` with each of ``matches`` (in order, not overlapping) replaced by ``replace(match)``."""
+    parts, last = [], 0
+    for match in matches:
+        parts += [text[last : match.start()], replace(match)]
+        last = match.end()
+    return "".join(parts + [text[last:]]) if parts else text
 
 
 def redact_text(text):
@@ -255,16 +371,31 @@ def redact_text(text):
     if not isinstance(text, str) or len(text) < 6:
         return text
     text = str.__str__(text)
-    # Only short strings repeat (names, values); long ones (exported logs) are not worth caching.
-    return _redact_short(text) if len(text) < 2048 else _redact_text(text)
+    # Short strings repeat (names, values). A long value is redacted a few times in one review (the manifest,
+    # the Job, the result): the last few are kept, up to 4 MB each; longer text (exported logs) is not.
+    if len(text) < 2048:
+        return _redact_short(text)
+    return _redact_long(text) if len(text) <= 1 << 22 else _redact_text(text)
 
 
 def _redact_text(text):
-    out = _MASKED_WHOLE.sub(MASK, text)
-    out = _BEARER.sub(lambda m: m.group(1) + " " + MASK, out)
-    out = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), out)
-    out = _ASSIGNMENT.sub(_mask_assignment, out)
+    out = _sub_matches(text, _whole_matches(text), lambda _match: MASK)
+    out = _BEARER.sub(lambda m: m.group(1) + " " + MASK, out) if _may_hold_bearer(out) else out
+    out = _sub_matches(out, _url_passwords(out), lambda m: m.group(1) + MASK + m.group(3))
+    out = _sub_matches(out, _assignments(out), _mask_assignment)
     return _LONG_TOKEN.sub(_mask_long_token, out)
+
+
+def _may_hold_bearer(text):
+    """Bearer/Basic in any case (re folds more than str.lower does outside ASCII, so other text is scanned)."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return "bearer" in low or "basic" in low
+
+
+def _assignments(text):
+    return _ASSIGNMENT.finditer(text) if "=" in text or ":" in text else iter(())
 
 
 def _mask_long_token(match):
@@ -275,6 +406,7 @@ def _mask_long_token(match):
 
 
 _redact_short = _memo(_redact_text)
+_redact_long = _memo(_redact_text, size=4)
 
 
 def looks_secret(text):

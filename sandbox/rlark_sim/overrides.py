@@ -101,6 +101,8 @@ class TrainerConfig:
         self.ray_check_seconds = float(env.get("SIM_RAY_CHECK_SECONDS") or 10)
         self.extra_lines = max(0, as_int(env.get("SIM_LOG_EXTRA_LINES"), 0))
         self.line_bytes = max(0, as_int(env.get("SIM_LOG_LINE_BYTES"), 80))
+        self.long_line_bytes = max(0, as_int(env.get("SIM_LONG_LINE_BYTES"), 0))
+        self.long_line_every = max(1, as_int(env.get("SIM_LONG_LINE_EVERY"), 1))
         reasoning = self.runner in ("reasoning", "agent", "coding")
         self.resume_dir = null_if_none(overrides.get("runner.resume_dir"))
         self.save_interval = as_int(overrides.get("runner.save_interval"), 50 if reasoning else 40)

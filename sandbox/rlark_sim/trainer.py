@@ -104,6 +104,7 @@ class Trainer(threading.Thread):
         if not script.strip():
             self.say("No run script provided, keeping cluster alive.")
             return
+        self._long_line(cfg, 0)  # RLinf dumps its config at start-up: a long line before the run starts
         self.say("Executing run script...")
         start = self._resume(cfg)
         if start is None:
@@ -114,6 +115,7 @@ class Trainer(threading.Thread):
             if cfg.save_interval > 0 and (step % cfg.save_interval == 0 or step == cfg.max_steps):
                 self._save(cfg, step)
             self._extra_lines(cfg, step)
+            self._long_line(cfg, step)
             self.say("Global Step: %d/%d" % (step, cfg.max_steps))
 
     def _extra_lines(self, cfg, step, batch=10000):
@@ -126,6 +128,27 @@ class Trainer(threading.Thread):
                 head = "[sim-log] step %d line %d/%d " % (step, i, total)
                 lines.append(head + "x" * max(0, cfg.line_bytes - len(head)))
             self.out.lines(lines)
+
+    def _long_line(self, cfg, step):
+        """SIM_LONG_LINE_BYTES: one line of exactly that many bytes (newline excluded) every SIM_LONG_LINE_EVERY
+        steps, like a trainer dumping its config or a metrics dict: key=value metrics and paths, then a dotted
+        name a quarter of the line long and one run of letters for the rest (the long runs a redaction scans),
+        ending in ``|end step <s>`` so a reader can tell a whole line from a cut one. Nothing in it looks like
+        a secret."""
+        size = cfg.long_line_bytes
+        if not size or step % cfg.long_line_every:
+            return
+        head = "[sim-long] step %d bytes %d rollout/reward_mean=0.%04d actor.grad_norm: 1.%03d " % (
+            step,
+            size,
+            step % 10000,
+            step % 1000,
+        )
+        head += "data.path=/data/rlinf/shard-%05d.parquet config." % (step % 100000)
+        tail = " |end step %d" % step
+        fill = max(0, size - len(head) - len(tail))  # a size below ~130 bytes gives just the head and the end
+        dotted = ("ab." * (fill // 12 + 1))[: fill // 4]
+        self.out.lines([head + dotted + " " + "x" * max(0, fill - len(dotted) - 1) + tail])
 
     def _wait_cluster(self, total, timeout):
         deadline = time.time() + timeout
