@@ -80,7 +80,7 @@ def make_stop(api, records, run_id=RUN, gate_result=COMPLETE, log="Global Step: 
         return dict(results[min(len(asked), len(results)) - 1], judged_at=1.0)
 
     def read_logs(export_dir):
-        return lambda: {HEAD: log}
+        return lambda since=None: {HEAD: log}
 
     stop = GuardedStop(
         client, resource(api), run_id, StopPolicy(**options.pop("policy", {})), gate, read_logs,
