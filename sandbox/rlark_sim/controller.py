@@ -249,6 +249,10 @@ class Controller:
         self._wrote = False
         self._panicked = set()
 
+    def pending(self):
+        """Jobs whose last reconcile failed or wrote (retried soon, like a work queue's requeue)."""
+        return bool(self._dirty)
+
     def first_match(self, selector):
         if self.random_resolution:
             return self.node_index.random_match(selector, self.rng)
