@@ -61,6 +61,7 @@ def ensure_namespace(kube, name):
 
 
 PASS_RECORD = "rlark-sim-pass.json"
+AGENT_HOLD_DIR = "agent-hold"
 
 
 def write_pass_record(state_dir, number, seen):
@@ -158,7 +159,12 @@ def main(argv=None):
         controller = Controller(kube, jobs, tasks, nodes, random_resolution=args.random_resolution)
     collector = None if args.no_gc else GarbageCollector(kube, jobs, tasks)
     cr_only = [x.strip() for x in args.cr_only_labels.split(",") if x.strip()]
-    agent = None if args.no_agent else Agent(kube, tasks, nodes, pods, sts, node_index, args.grace_seconds, cr_only)
+    hold_dir = os.path.join(state_dir, AGENT_HOLD_DIR)
+    agent = (
+        None
+        if args.no_agent
+        else Agent(kube, tasks, nodes, pods, sts, node_index, args.grace_seconds, cr_only, hold_dir=hold_dir)
+    )
     trainers = None if args.no_trainer else TrainerManager(tasks, pods, state_dir, S3Settings(state_dir))
     data_plane = None
     if args.data_plane:

@@ -1,9 +1,10 @@
-"""rlark-sim's pass record with the controller in its own loop (no API server)."""
+"""rlark-sim's pass record with the controller in its own loop, and the agent's hold switch (no API server)."""
 
 import json
 import os
 
 from rlark_sim import __main__ as sim_main
+from rlark_sim import agent
 
 
 def read(tmp_path):
@@ -27,3 +28,13 @@ def test_a_recorded_pass_is_a_round_of_both_loops_with_the_least_they_had_seen(t
     record.end("main", record.begin(), {"jobs": 12, "tasks": 12, "nodes": 3, "pods": 6})
     got = read(tmp_path)
     assert got["pass"] == 2 and got["seen"]["jobs"] == 11 and got["seen"]["pods"] == 6
+
+
+def test_held_tasks_by_name_or_pattern(tmp_path):
+    hold = tmp_path / "agent-hold"
+    sim_agent = agent.Agent(None, None, None, None, None, None, hold_dir=str(hold))
+    assert sim_agent.held() == set()  # no folder: nothing held
+    hold.mkdir()
+    (hold / "job-a-rollout").write_text("")
+    (hold / "early*-*-rollout").write_text("")
+    assert sim_agent.held() == {"job-a-rollout", "early*-*-rollout"}
