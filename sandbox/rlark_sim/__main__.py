@@ -30,10 +30,12 @@ def parse_args(argv=None):
         "--no-gc", action="store_true", help="no garbage collector (Task cascade delete) even without the controller"
     )
     parser.add_argument(
-        "--random-resolution",
+        "--ordered-resolution",
         action="store_true",
-        help="resolve Task namespaces like RLark: any matching Node per reconcile (default: first in list order)",
+        help="resolve Task namespaces by the first matching Node in list order (default: like RLark, any match)",
     )
+    # The default since issue 31; still accepted so that recorded --sim-args of older sandboxes keep working.
+    parser.add_argument("--random-resolution", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-agent", action="store_true", help="leave the data-plane agent to real RLark")
     parser.add_argument("--no-trainer", action="store_true", help="do not simulate RLinf in head pods")
     parser.add_argument("--grace-seconds", type=float, default=5.0, help="stop grace period before Pod CRs go")
@@ -156,7 +158,7 @@ def main(argv=None):
     controller = None
     if not args.no_controller:
         # Its own NodeIndex: it runs in its own thread, next to the agent's.
-        controller = Controller(kube, jobs, tasks, nodes, random_resolution=args.random_resolution)
+        controller = Controller(kube, jobs, tasks, nodes, random_resolution=not args.ordered_resolution)
     collector = None if args.no_gc else GarbageCollector(kube, jobs, tasks)
     cr_only = [x.strip() for x in args.cr_only_labels.split(",") if x.strip()]
     hold_dir = os.path.join(state_dir, AGENT_HOLD_DIR)
@@ -186,7 +188,7 @@ def main(argv=None):
     log.info(
         "rlark-sim running (controller=%s resolution=%s gc=%s agent=%s trainer=%s grace=%ss tick=%ss)",
         controller is not None,
-        "random" if args.random_resolution else "ordered",
+        "ordered" if args.ordered_resolution else "random",
         collector is not None,
         agent is not None,
         trainers is not None,

@@ -237,7 +237,7 @@ class Controller:
     when the Job or one of its Tasks changed (or the last attempt failed): a Node that appears later
     does not move a Task (divergence 9)."""
 
-    def __init__(self, kube, jobs, tasks, nodes, random_resolution=False, rng=None):
+    def __init__(self, kube, jobs, tasks, nodes, random_resolution=True, rng=None):
         self.kube = kube
         self.jobs = jobs
         self.tasks = tasks

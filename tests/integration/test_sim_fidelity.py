@@ -35,7 +35,7 @@ def default_task(name, replicas=1, head=False, **extra):
 # ---------------------------------------------------------------- 1: unordered resolution
 @pytest.mark.sim_only
 def test_ordered_resolution_takes_the_first_listed_node_and_stays(sandbox, api, jobs, sim_mode):
-    sim_mode(remove=["--random-resolution"])
+    sim_mode(add=["--ordered-resolution"])
     name = jobs("dual", [template("actor", {"kubernetes.io/hostname": "dual-01"}, head=True)])
     wait_for(lambda: tasks_by_key(api, name), what="task")
     merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}})  # more reconciles
@@ -44,7 +44,7 @@ def test_ordered_resolution_takes_the_first_listed_node_and_stays(sandbox, api, 
 
 
 def test_two_cluster_selector_makes_a_task_in_each_namespace(sandbox, api, jobs, sim_mode):
-    sim_mode(add=["--random-resolution"])
+    sim_mode(remove=["--ordered-resolution"])
     name = jobs("dual", [template("actor", {"kubernetes.io/hostname": "dual-01"}, head=True)])
     # each reconcile may pick the other cluster's dual-01; every Task event is another reconcile
     for i in range(60):
