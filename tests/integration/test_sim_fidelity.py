@@ -1,6 +1,6 @@
 """rlark-sim reproduces what RLark's real controller-manager does (rlark-platform.md section 2a, issues 12, 31).
 
-One test per observed divergence 1-12 (the list in docs/sandbox.md), asserting RLark's behaviour; plus the
+One test per observed divergence 1-13 (the list in docs/sandbox.md), asserting RLark's behaviour; plus the
 sandbox's own options
 (ordered resolution, garbage collector without the controller, `--sim-args` parsing). Read with the plain
 `kubernetes` client. Tasks that must not be served by the agent resolve to `default` (no agent serves it).
@@ -11,7 +11,7 @@ import secrets
 import pytest
 import sim_support
 import test_sim_rlark as base
-from kubernetes import client
+from kubernetes import client, config
 from test_sim_rlark import (
     GROUP,
     VERSION,
@@ -288,6 +288,17 @@ def test_stop_before_a_new_tasks_first_status_is_processed_in_full(sandbox, api,
         assert learner["spec"]["kubernetes"]["workload"]["replicas"] == 0
         assert [e["name"] for e in entries(api, name)] == ["actor"]  # the new template never gets an entry
         assert tasks_of(api, name)[name + "-actor"]["spec"]["kubernetes"]["workload"]["replicas"] == 1  # orphaned
+
+
+# ---------------------------------------------------------------- 13: the CRDs RLark's controller-manager needs
+def test_upstream_crd_set_serves_the_domainpeer_kind_rlarks_domain_controller_watches(sandbox):
+    ext = client.ApiextensionsV1Api(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    names = {c.metadata.name for c in ext.list_custom_resource_definition().items}
+    if sandbox.crds == "upstream":
+        assert {"domainpeers.rlinf.io", "addons.rlinf.io"} <= names
+    else:  # the project set has no DomainPeer: RLark's controller-manager would log "no matches for kind"
+        assert "domainpeers.rlinf.io" not in names
+        assert not sandbox.state.get("controller_manager"), "RLark's controller-manager needs --crds upstream"
 
 
 # ---------------------------------------------------------------- sandbox options
