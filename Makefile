@@ -131,8 +131,8 @@ it-playbooks:
 	$(call run_pytest,it-playbooks,$(IT_PLAYBOOKS) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-playbooks)
 
 it-api:
-	@echo ">> integration: sandbox, rlark-sim, modules, rendering (project CRDs, RLark's random namespace resolution)"
-	$(call run_pytest,it-api,$(IT_API) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-api RLARK_SIM_ARGS=--random-resolution)
+	@echo ">> integration: sandbox, rlark-sim, modules, rendering (project CRDs)"
+	$(call run_pytest,it-api,$(IT_API) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-api)
 
 it-upstream:
 	@echo ">> integration: CRD-dependent suite with RLark's upstream CRDs"
