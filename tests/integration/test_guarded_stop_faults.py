@@ -148,8 +148,11 @@ def test_records_filesystem_full_after_the_patch_then_the_rerun_completes_the_re
     line = row(first, w.name)
     assert " stopped-unconfirmed " in line and "No space left on device" in line, line
     assert get_job(w.sandbox, w.name)["spec"]["stopped"] is True
-    ((run_id, pending),) = stop_records(records, w.name).items()
-    assert pending["outcome"] == "pending" and seen["annotation"] == run_id
+    records_of_job = stop_records(records, w.name)
+    assert list(records_of_job) == [seen["annotation"]], records_of_job
+    run_id = seen["annotation"]
+    pending = records_of_job[run_id]
+    assert pending["outcome"] == "pending"
     assert os.path.exists(os.path.join(records, w.name, run_id, "log-%s-actor-0.log" % w.name))
 
     os.unlink(os.path.join(records, "filler"))
@@ -208,8 +211,8 @@ def test_api_server_restarted_after_the_patch_is_our_stop_with_a_complete_record
     assert run.rc == 0, (outcome_table(run), task_result(run, STOP_TASK).get("msg"))
     line = row(run, w.name)
     assert " stopped " in line and "someone else" not in line, line
-    (run_id,) = [r for r in stop_records(w.records, w.name)]
-    assert run_id == seen["annotation"]
+    assert list(stop_records(w.records, w.name)) == [seen["annotation"]]
+    run_id = seen["annotation"]
     record = stop_records(w.records, w.name)[run_id]
     assert record["outcome"] == "stopped" and record["data"]["pods_gone_at"], record["data"]
     assert get_job(w.sandbox, w.name)["metadata"]["annotations"][ANNOTATION] == run_id

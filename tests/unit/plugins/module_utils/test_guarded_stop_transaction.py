@@ -68,11 +68,12 @@ def pods_go_after(api, polls):
     api.hooks.append(hook)
 
 
-def make_stop(api, records, run_id=RUN, gate_result=COMPLETE, log="Global Step: 40\n", check_mode=False, **options):
+def make_stop(api, records, run_id=RUN, gate_result=None, log="Global Step: 40\n", check_mode=False, **options):
     clock = FakeClock()
     client = make_client(api, clock=clock, timeout=3600)
     asked = []
 
+    gate_result = COMPLETE if gate_result is None else gate_result
     results = list(gate_result) if isinstance(gate_result, list) else [gate_result]
 
     def gate(wait):
