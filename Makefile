@@ -187,12 +187,13 @@ bench-quick: venv collection
 
 # Mutation testing of the safety core (cosmic-ray, hack/mutation.py; bench/results/mutation.md). Not part of
 # `make test`: a whole run takes hours. MODULE=plugins/module_utils/selectors.py runs one module;
-# RETEST=1 re-runs only that module's survivors. mutation-quick mutates only the safety-core lines changed
-# since BASE (merge base with HEAD, uncommitted changes included).
+# RETEST=1 re-runs only that module's survivors (with OPERATOR=core/X also every mutant X made).
+# mutation-quick mutates only the safety-core lines changed since BASE (merge base with HEAD,
+# uncommitted changes included).
 MODULE ?=
 BASE ?= main
 mutation: venv collection
-	@nice -n 10 $(PY) hack/mutation.py run $(if $(RETEST),--retest) $(MODULE)
+	@nice -n 10 $(PY) hack/mutation.py run $(if $(RETEST),--retest) $(if $(OPERATOR),--operator $(OPERATOR)) $(MODULE)
 
 mutation-quick: venv collection
 	@nice -n 10 $(PY) hack/mutation.py run --since $(BASE)

@@ -56,6 +56,7 @@ GATE_TESTS = [
 # exercise it (the module's own tests and those of its direct callers): tight, so a run is minutes.
 TARGETS = {
     MU + "selectors.py": [
+        UT + "test_selectors_rules.py",
         UT + "test_selectors_proof.py",
         UT + "test_field_selectors.py",
         UT + "test_task_identity.py",
@@ -94,7 +95,7 @@ TARGETS[MU + "records.py"] = [UT + "test_records_runs.py", UT + "test_redact_rec
 TARGETS[MU + "jobs.py"] = [UT + "test_jobs.py", UT + "test_jobs_write_faults.py"]
 
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
-PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly"
+PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
 
 
 def slug(module):
@@ -131,7 +132,10 @@ def sync_copy():
 
 
 def test_command(module):
-    env = "env PYTHONDONTWRITEBYTECODE=1 ANSIBLE_COLLECTIONS_PATH=%s" % shlex.quote(COPY_COLLECTIONS)
+    env = "env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=%s ANSIBLE_COLLECTIONS_PATH=%s" % (
+        shlex.quote(os.path.join(ROOT, "hack")),
+        shlex.quote(COPY_COLLECTIONS),
+    )
     return "%s %s -m pytest %s %s" % (env, shlex.quote(sys.executable), PYTEST, " ".join(TARGETS[module]))
 
 
@@ -196,18 +200,25 @@ def skip_unchanged(session, lines):
     return len(skip)
 
 
-def reset_survivors(session):
+def reset_survivors(session, operator=None):
+    """Forget the survivors' results (and, with ``operator``, those of every mutant it made)."""
     import sqlite3
 
     with sqlite3.connect(session) as db:
-        return db.execute("DELETE FROM work_results WHERE test_outcome = 'survived'").rowcount
+        count = db.execute("DELETE FROM work_results WHERE lower(test_outcome) = 'survived'").rowcount
+        if operator:
+            count += db.execute(
+                "DELETE FROM work_results WHERE job_id IN (SELECT job_id FROM mutation_specs WHERE operator_name = ?)",
+                (operator,),
+            ).rowcount
+        return count
 
 
 def cosmic(*args):
     subprocess.run([os.path.join(BIN, "cosmic-ray"), *args], cwd=COPY, check=True)
 
 
-def run_module(module, retest=False, since=None):
+def run_module(module, retest=False, since=None, operator=None):
     os.makedirs(SESSIONS, exist_ok=True)
     session = session_path(module)
     stamp = session + ".sha256"
@@ -220,7 +231,7 @@ def run_module(module, retest=False, since=None):
     if retest:
         if not os.path.exists(session) or read(stamp) != sha(os.path.join(ROOT, module)):
             sys.exit("--retest: no session for %s, or the module changed since it: run it whole" % module)
-        print(">> %s: re-running %d survivors" % (module, reset_survivors(session)))
+        print(">> %s: re-running %d survivors" % (module, reset_survivors(session, operator)))
     else:
         for stale in (session, stamp):
             if os.path.exists(stale):
@@ -251,7 +262,7 @@ def cmd_run(args):
                 print(">> %s: unchanged since %s" % (module, args.since))
     else:
         for module in modules:
-            run_module(module, retest=args.retest)
+            run_module(module, retest=args.retest, operator=args.operator)
     return cmd_report(args)
 
 
@@ -371,6 +382,7 @@ def main(argv=None):
     run.add_argument("modules", nargs="*")
     run.add_argument("--retest", action="store_true")
     run.add_argument("--since")
+    run.add_argument("--operator", help="with --retest: also re-run every mutant of this operator")
     run.set_defaults(func=cmd_run)
     sub.add_parser("report").set_defaults(func=cmd_report)
     args = parser.parse_args(argv)
