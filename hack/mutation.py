@@ -65,6 +65,7 @@ TARGETS = {
         "tests/unit/plugins/filter/test_node_host_filter.py",
     ],
     MU + "placement.py": [
+        UT + "test_placement_rules.py",
         UT + "test_hostpath_kinds.py",
         UT + "test_selectors_proof.py",
         UT + "test_nodes.py",
