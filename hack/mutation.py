@@ -38,18 +38,20 @@ BIN = os.path.dirname(sys.executable)
 MU = "plugins/module_utils/"
 UT = "tests/unit/plugins/module_utils/"
 CK = "tests/unit/checkpoint/"
+# Fastest first: pytest -x stops at the first failure, so a mutant one of them kills costs a second.
 GATE_TESTS = [
+    CK + "test_gate_tolerances.py",
     CK + "test_gate_core.py",
-    CK + "test_gate_matrix.py",
     CK + "test_rule_registry.py",
     CK + "test_dcp_metadata.py",
     CK + "test_dcp_prefetch.py",
-    CK + "test_dcp_written_by_torch.py",
     CK + "test_integrity.py",
     CK + "test_megatron_integrity_list.py",
     CK + "test_s3_source.py",
-    "tests/unit/plugins/modules/test_rlark_ckpt_gate.py",
     UT + "test_checkpoint_dirs.py",
+    "tests/unit/plugins/modules/test_rlark_ckpt_gate.py",
+    CK + "test_dcp_written_by_torch.py",
+    CK + "test_gate_matrix.py",
 ]
 
 # The safety core, in the order the session works through it, each with the unit tests that
@@ -73,7 +75,12 @@ TARGETS = {
         "tests/unit/plugins/filter/test_query_filter.py",
         UT + "test_playbook_core.py",
     ],
-    MU + "hydra.py": [UT + "test_hydra.py", UT + "test_resume.py", UT + "test_playbook_core.py"],
+    MU + "hydra.py": [
+        UT + "test_hydra_rules.py",
+        UT + "test_hydra.py",
+        UT + "test_resume.py",
+        UT + "test_playbook_core.py",
+    ],
     MU + "access.py": [UT + "test_guarded_stop_core.py", UT + "test_redact_records.py", CK + "test_s3_source.py"],
     MU + "resume.py": [
         UT + "test_resume.py",
@@ -365,7 +372,10 @@ def cmd_report(_args=None):
     for key in stale:
         print("stale equivalent (no such survivor now): %s" % key)
     for key, diff in unexplained:
-        print("\nSURVIVED %s | \n%s" % (key, "\n".join(x for x in (diff or "").splitlines() if x[:1] in "+-@")))
+        print(
+            "\nSURVIVED %s | \n%s"
+            % (key, "\n".join(x for x in (diff or "").splitlines() if x[:1] in "+-@" and x[:3] not in ("---", "+++")))
+        )
     if unexplained:
         print("\n%d survivors neither killed nor listed in %s" % (len(unexplained), EQUIVALENTS))
     return 1 if unexplained or stale else 0
