@@ -81,7 +81,7 @@ TARGETS = {
         UT + "test_resume.py",
         UT + "test_playbook_core.py",
     ],
-    MU + "access.py": [UT + "test_guarded_stop_core.py", UT + "test_redact_records.py", CK + "test_s3_source.py"],
+    MU + "access.py": [UT + "test_access_rules.py", UT + "test_guarded_stop_core.py"],
     MU + "resume.py": [
         UT + "test_resume.py",
         UT + "test_hydra.py",
