@@ -83,6 +83,7 @@ TARGETS = {
     ],
     MU + "access.py": [UT + "test_access_rules.py", UT + "test_guarded_stop_core.py"],
     MU + "resume.py": [
+        UT + "test_resume_rules.py",
         UT + "test_resume.py",
         UT + "test_hydra.py",
         UT + "test_playbook_core.py",
