@@ -273,11 +273,15 @@ def run_module(module, retest=False, since=None, operator=None):
 
 
 def cmd_run(args):
+    global SESSIONS
     modules = args.modules or list(TARGETS)
     unknown = [m for m in modules if m not in TARGETS]
     if unknown:
         sys.exit("not in the safety core's TARGETS: %s" % ", ".join(unknown))
     if args.since:
+        # Quick sessions of their own: the full ones (and bench/results/mutation.md) stay as they are.
+        SESSIONS = os.path.join(WORK, "quick")
+        shutil.rmtree(SESSIONS, ignore_errors=True)
         base = subprocess.run(
             ["git", "merge-base", args.since, "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True
         ).stdout.strip()
@@ -290,7 +294,7 @@ def cmd_run(args):
     else:
         for module in modules:
             run_module(module, retest=args.retest, operator=args.operator)
-    return cmd_report(args)
+    return cmd_report(args, write=not args.since)
 
 
 # -- report -----------------------------------------------------------------------------------------------
@@ -333,6 +337,7 @@ def session_figures(module, equivalents):
                 continue
             if result.worker_outcome == WorkerOutcome.SKIPPED:
                 figures["skipped"] += 1
+                equivalents.pop(mutant_id(item.mutations[0]), None)  # not run (quick mode): neither used nor stale
                 continue
             figures["mutants"] += 1
             key = mutant_id(item.mutations[0])
@@ -352,12 +357,13 @@ TABLE_START = "<!-- mutation-table:start -->"
 TABLE_END = "<!-- mutation-table:end -->"
 
 
-def cmd_report(_args=None):
+def cmd_report(_args=None, write=True):
     equivalents = load_equivalents()
     rows, unexplained = [], []
     for module in TARGETS:
         if not os.path.exists(session_path(module)):
-            rows.append("| `%s` | not yet run | | | | | |" % module)
+            if write:
+                rows.append("| `%s` | not yet run | | | | | |" % module)
             continue
         fig, survivors = session_figures(module, equivalents)
         unexplained += survivors
@@ -368,6 +374,8 @@ def cmd_report(_args=None):
             note.append("%d skipped (quick mode)" % fig["skipped"])
         if fig["pending"]:
             note.append("%d not run" % fig["pending"])
+        if fig["incompetent"]:
+            note.append("%d incompetent (not counted)" % fig["incompetent"])
         rows.append(
             "| `%s` | %d | %d | %d | %d | %.1f%% | %s |"
             % (module, counted, fig["killed"], fig["equivalent"], len(survivors), rate, ", ".join(note))
@@ -381,11 +389,13 @@ def cmd_report(_args=None):
             TABLE_END,
         ]
     )
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    text = read(RESULTS) if os.path.exists(RESULTS) else "# Mutation testing\n\n%s\n%s\n" % (TABLE_START, TABLE_END)
-    text = re.sub(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), lambda _: table, text, flags=re.S)
-    with open(RESULTS, "w") as handle:
-        handle.write(text)
+    if write:
+        os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+        empty = "# Mutation testing\n\n%s\n%s\n" % (TABLE_START, TABLE_END)
+        text = read(RESULTS) if os.path.exists(RESULTS) else empty
+        text = re.sub(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), lambda _: table, text, flags=re.S)
+        with open(RESULTS, "w") as handle:
+            handle.write(text)
     print(table)
     stale = [key for key, reason in equivalents.items() if reason is not None and _ran(key)]
     for key in stale:
