@@ -10,10 +10,11 @@
   hack/mutation.py report                  bench/results/mutation.md from the sessions, and the survivors
                                            that tests/mutation-equivalent.txt does not explain (exit 1)
 
-Each run works on a copy of the tree at .build/mutation/tree/ansible_collections/rlark/ops (cosmic-ray
-mutates the file in place: the checkout, and the plugins/ other engineers edit, are never touched), with
-the collection imported from that copy. Before trusting a session the copy's module is replaced by one
-that raises on import, and the selected tests must fail (the canary): proof they import the copy.
+Each session works on its own copy of the tree, .build/mutation/sessions/<module>.tree/ansible_collections/
+rlark/ops (cosmic-ray mutates the file in place: the checkout, and the plugins/ other engineers edit, are
+never touched), with the collection imported from that copy. Before trusting a session the copy's module
+is replaced by one that raises on import, and the selected tests must fail (the canary): proof they
+import the copy.
 """
 
 import argparse
@@ -28,8 +29,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, ".build", "mutation")
-COPY_COLLECTIONS = os.path.join(WORK, "tree")
-COPY = os.path.join(COPY_COLLECTIONS, "ansible_collections", "rlark", "ops")
 SESSIONS = os.path.join(WORK, "sessions")
 EQUIVALENTS = os.path.join(ROOT, "tests", "mutation-equivalent.txt")
 RESULTS = os.path.join(ROOT, "bench", "results", "mutation.md")
@@ -139,42 +138,52 @@ def sha(path):
         return hashlib.sha256(handle.read()).hexdigest()
 
 
-def sync_copy():
+def copy_collections(module):
+    """Each session's own copy of the tree (so a quick run or another module never pulls it from under one)."""
+    return os.path.join(SESSIONS, slug(module) + ".tree")
+
+
+def copy_root(module):
+    return os.path.join(copy_collections(module), "ansible_collections", "rlark", "ops")
+
+
+def sync_copy(module):
     """The tracked and untracked (not ignored) files of the checkout, copied afresh."""
+    copy = copy_root(module)
     files = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True, capture_output=True
     ).stdout.decode()
-    shutil.rmtree(COPY, ignore_errors=True)
+    shutil.rmtree(copy, ignore_errors=True)
     for rel in filter(None, files.split("\0")):
         src = os.path.join(ROOT, rel)
         if not os.path.isfile(src):
             continue
-        dst = os.path.join(COPY, rel)
+        dst = os.path.join(copy, rel)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copy2(src, dst)
     # What `make collection` makes in a checkout (tests that run ansible-doc look for it).
-    link = os.path.join(COPY, ".build", "collections", "ansible_collections", "rlark", "ops")
+    link = os.path.join(copy, ".build", "collections", "ansible_collections", "rlark", "ops")
     os.makedirs(os.path.dirname(link))
-    os.symlink(COPY, link)
+    os.symlink(copy, link)
 
 
 def test_command(module):
     env = "env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=%s ANSIBLE_COLLECTIONS_PATH=%s" % (
         shlex.quote(os.path.join(ROOT, "hack")),
-        shlex.quote(COPY_COLLECTIONS),
+        shlex.quote(copy_collections(module)),
     )
     return "%s %s -m pytest %s %s" % (env, shlex.quote(sys.executable), PYTEST, " ".join(TARGETS[module]))
 
 
 def run_tests(module):
     started = time.monotonic()
-    proc = subprocess.run(shlex.split(test_command(module)), cwd=COPY, capture_output=True, text=True)
+    proc = subprocess.run(shlex.split(test_command(module)), cwd=copy_root(module), capture_output=True, text=True)
     return proc.returncode, time.monotonic() - started, proc.stdout + proc.stderr
 
 
 def canary(module):
     """The selected tests must fail when the copy's module cannot be imported."""
-    path = os.path.join(COPY, module)
+    path = os.path.join(copy_root(module), module)
     with open(path) as handle:
         original = handle.read()
     with open(path, "w") as handle:
@@ -241,15 +250,15 @@ def reset_survivors(session, operator=None):
         return count
 
 
-def cosmic(*args):
-    subprocess.run([os.path.join(BIN, "cosmic-ray"), *args], cwd=COPY, check=True)
+def cosmic(module, *args):
+    subprocess.run([os.path.join(BIN, "cosmic-ray"), *args], cwd=copy_root(module), check=True)
 
 
 def run_module(module, retest=False, since=None, operator=None):
     os.makedirs(SESSIONS, exist_ok=True)
     session = session_path(module)
     stamp = session + ".sha256"
-    sync_copy()
+    sync_copy(module)
     code, took, output = run_tests(module)
     if code != 0:
         sys.exit("baseline: the tests for %s fail unmutated:\n%s" % (module, output[-3000:]))
@@ -263,13 +272,13 @@ def run_module(module, retest=False, since=None, operator=None):
         for stale in (session, stamp):
             if os.path.exists(stale):
                 os.remove(stale)
-        cosmic("init", config, session)
+        cosmic(module, "init", config, session)
         with open(stamp, "w") as handle:
             handle.write(sha(os.path.join(ROOT, module)))
         if since is not None:
             print(">> %s: %d mutants on unchanged lines skipped" % (module, skip_unchanged(session, since)))
     print(">> %s: baseline %.1fs, timeout %.0fs" % (module, took, max(10.0, 5 * took)))
-    cosmic("exec", config, session)
+    cosmic(module, "exec", config, session)
 
 
 def cmd_run(args):
