@@ -141,35 +141,57 @@ class StopJournal:
             write_index(self.records_dir, self.job, self.mode)  # the index is rebuilt by every later write
         return self.path
 
-    def publish(self, exports):
-        """Put each export (``{pod, path}``) in the record directory as ``log-<pod>.log``, whole or not at all."""
-        names = []
-        for export in exports:
-            name = log_file_name(export["pod"])
-            target = os.path.join(self.directory, name)
-            handle, tmp = tempfile.mkstemp(prefix=".%s." % name, dir=self.directory)
-            os.close(handle)
-            try:
+    def _stage(self, exports):
+        """Hard-link (or copy) each export (``{pod, path}``) into the record directory under a hidden name:
+        ``[(staged, log-<pod>.log)]``. Nothing published is replaced yet, so nothing is freed yet."""
+        staged = []
+        try:
+            for export in exports:
+                name = log_file_name(export["pod"])
+                handle, tmp = tempfile.mkstemp(prefix=".%s." % name, dir=self.directory)
+                os.close(handle)
+                staged.append((tmp, name))
                 os.unlink(tmp)
                 try:
                     os.link(export["path"], tmp)  # same file system (the exports live under rlark_records_dir)
                 except OSError:
                     shutil.copyfile(export["path"], tmp)
                 os.chmod(tmp, self.mode)
-                os.replace(tmp, target)
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-            names.append(name)
-        if names:
+        except BaseException:
+            self._drop(staged)
+            raise
+        return staged
+
+    @staticmethod
+    def _drop(staged):
+        for tmp, _name in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def _commit(self, staged):
+        """Each staged log replaces ``log-<pod>.log``: a published log is always a whole file."""
+        for tmp, name in staged:
+            os.replace(tmp, os.path.join(self.directory, name))
+        if staged:
             fsync_dir(self.directory)
-        self.logs = sorted(set(self.logs) | set(names))
-        return names
+        self.logs = sorted(set(self.logs) | {name for _tmp, name in staged})
+        return [name for _tmp, name in staged]
+
+    def publish(self, exports):
+        """Put each export (``{pod, path}``) in the record directory as ``log-<pod>.log``, whole or not at all."""
+        return self._commit(self._stage(exports))
 
     def finish(self, outcome, data, exports=()):
-        """Publish the final logs, then replace the record with its outcome (atomic, durable)."""
-        self.publish(exports)
-        replace_record(self.path, self._text(outcome, data), self.mode)
+        """Replace the record with its outcome (atomic, durable), then the logs. The record is written before any
+        earlier log is replaced: on a full file system it fails for want of room instead of living on the room
+        the replaced logs free."""
+        staged = self._stage(exports)
+        try:
+            replace_record(self.path, self._text(outcome, data), self.mode)
+        except BaseException:
+            self._drop(staged)
+            raise
+        self._commit(staged)
         with contextlib.suppress(OSError, ValueError):
             write_index(self.records_dir, self.job, self.mode)
         return self.path
