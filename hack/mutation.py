@@ -95,7 +95,12 @@ TARGETS = {
         CK + "test_megatron_integrity_list.py",
         CK + "test_gate_matrix.py",
     ],
-    MU + "checkpoint/siblings.py": [CK + "test_gate_core.py", CK + "test_rule_registry.py", CK + "test_gate_matrix.py"],
+    MU + "checkpoint/siblings.py": [
+        CK + "test_gate_siblings.py",
+        CK + "test_gate_core.py",
+        CK + "test_rule_registry.py",
+        CK + "test_gate_matrix.py",
+    ],
     MU + "checkpoint/payloads.py": [
         CK + "test_gate_core.py",
         CK + "test_dcp_metadata.py",
