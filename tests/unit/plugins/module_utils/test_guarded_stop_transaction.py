@@ -367,3 +367,22 @@ def test_a_restarted_api_server_answering_403_for_a_while_does_not_end_the_stop(
     assert out["outcome"] == "stopped", out["reason"]
     assert any("the API server answered" in line for line in out["stop"]["wait_log"])
     assert record(tmp_path)["outcome"] == "stopped"
+
+
+def test_a_final_record_that_cannot_be_written_leaves_the_published_logs_as_they_were(tmp_path, monkeypatch):
+    wal = journal.StopJournal(str(tmp_path), "demo", RUN)
+    first = tmp_path / "first.log"
+    first.write_text("a\n")
+    wal.begin({"x": 1}, [{"pod": HEAD, "path": str(first)}])
+    later = tmp_path / "later.log"
+    later.write_text("a\nb\n")
+
+    def full(path, text, mode=0o640):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(journal, "replace_record", full)
+    with pytest.raises(OSError):
+        wal.finish("stopped", {"x": 2}, [{"pod": HEAD, "path": str(later)}])
+    published = tmp_path / "demo" / RUN / ("log-%s.log" % HEAD)
+    assert published.read_text() == "a\n" and record(tmp_path)["outcome"] == "pending"
+    assert leftovers(tmp_path) == []
