@@ -18,7 +18,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLL_ROOT)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
-        lint ruff ansible-lint sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
+        lint ruff ansible-lint galaxy-import sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
         test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee torch-dcp-fixtures clean
 
 help:
@@ -70,7 +70,12 @@ ansible-lint: venv collection
 	@echo ">> ansible-lint (production profile)"
 	@$(BIN)/ansible-lint --offline
 
-lint: ruff ansible-lint
+# Galaxy's own importer on the built tarball (no error; warnings only as listed in .ci/galaxy-importer-allowed.txt).
+galaxy-import: venv
+	@echo ">> galaxy-importer on the collection tarball"
+	@$(PY) hack/galaxy_import.py
+
+lint: ruff ansible-lint galaxy-import
 
 # ansible-test only runs inside a real ansible_collections/<ns>/<name> tree: copy the tracked files.
 ANSIBLE_TEST_CACHE := $(HOME)/.ansible/test/cache
