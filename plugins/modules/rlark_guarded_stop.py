@@ -23,7 +23,7 @@ description:
     outcome C(stopped), C(failed) (pods still there after O(wait_timeout)) or C(stopped-unconfirmed) (the API
     server or the records filesystem failed after the patch). A failure after the patch is never C(refused).
   - On a Job that is already stopped, completes the record that the run named by its annotation left
-    C(pending) or C(stopped-unconfirmed) (outcome C(stopped), RV(outcome.recovered)); a complete record or a Job
+    C(pending) or C(stopped-unconfirmed) (outcome C(stopped), C(recovered) in RV(outcome)); a complete record or a Job
     stopped by someone else is C(already stopped).
   - One deadline (O(deadline)) bounds everything from the patch to the record, API retries included, with a
     progress line while the API server does not answer.
