@@ -18,7 +18,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLL_ROOT)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
-        lint ruff ansible-lint galaxy-import sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
+        lint ruff ansible-lint galaxy-import docs docs-check sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
         test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee torch-dcp-fixtures clean
 
 help:
@@ -31,6 +31,7 @@ help:
 	@echo "make bench           performance figures (bench/), gathered in bench/results/figures.md"
 	@echo "make test-under-load make test with two CPU-burning processes beside it"
 	@echo "make demo-stop       delete the Jobs demo/molecule/bench runs left (frees the sandbox's GPUs)"
+	@echo "make docs            the collection's HTML docsite (antsibull-docs) in .build/docsite/build/html"
 	@echo "make ee              collection tarball + execution-environment build context (ansible-builder)"
 	@echo "make torch-dcp-fixtures  rewrite the gate's test checkpoints with real torch (one venv per version, GiBs)"
 
@@ -75,7 +76,18 @@ galaxy-import: venv
 	@echo ">> galaxy-importer on the collection tarball"
 	@$(PY) hack/galaxy_import.py
 
-lint: ruff ansible-lint galaxy-import
+# The HTML docsite (antsibull-docs + Sphinx, no warning): .build/docsite/build/html/index.html.
+docs: venv collection
+	@echo ">> docsite (antsibull-docs, Sphinx)"
+	@$(PY) hack/build_docsite.py
+
+# In the lint stage: the docsite is built (tests/docsite/conftest.py) and every module, filter, lookup, role
+# entry point and event source must have its page; antsibull-changelog lints and releases the fragments.
+docs-check: venv collection
+	@echo ">> docsite and changelog (antsibull-docs, antsibull-changelog)"
+	$(call run_pytest,docs-check,tests/docsite -q)
+
+lint: ruff ansible-lint galaxy-import docs-check
 
 # ansible-test only runs inside a real ansible_collections/<ns>/<name> tree: copy the tracked files.
 ANSIBLE_TEST_CACHE := $(HOME)/.ansible/test/cache
