@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build the collection's HTML docsite (`make docs`): antsibull-docs + Sphinx, no warning allowed.
 
     python hack/build_docsite.py [--dest .build/docsite]
@@ -101,17 +100,16 @@ def event_source_page(path):
 
 def add_event_sources(rst_dir):
     pages = [event_source_page(os.path.join(EVENT_SOURCES, f)) for f in sorted(os.listdir(EVENT_SOURCES))]
+    names = [page for page, _text in pages]
     for page, text in pages:
         with open(os.path.join(rst_dir, page + ".rst"), "w") as fh:
             fh.write(text)
     section = ["", "", "Event Sources (Event-Driven Ansible)", "------------------------------------", ""]
-    section += [
-        "* :ref:`%s <ansible_collections.%s.%s>`" % (p[: -len("_event_source")], COLLECTION, p) for p, _ in pages
-    ]
-    section += ["", ".. toctree::", "    :maxdepth: 1", "    :hidden:", ""] + ["    " + p for p, _ in pages] + [""]
+    section += ["* :ref:`%s <ansible_collections.%s.%s>`" % (p[: -len("_event_source")], COLLECTION, p) for p in names]
+    section += ["", ".. toctree::", "    :maxdepth: 1", "    :hidden:", ""] + ["    " + p for p in names] + [""]
     with open(os.path.join(rst_dir, "index.rst"), "a") as fh:
         fh.write("\n".join(section))
-    return [p for p, _ in pages]
+    return names
 
 
 def run(cmd, cwd, env, what):

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Galaxy's own importer (galaxy-importer) on the built collection tarball: no error, no unlisted warning.
 
     python hack/galaxy_import.py [--allowed .ci/galaxy-importer-allowed.txt]
