@@ -18,7 +18,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLL_ROOT)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
-        lint ruff ansible-lint galaxy-import docs docs-check sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
+        lint ruff ansible-lint galaxy-import docs docs-check java sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
         test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee torch-dcp-fixtures clean
 
 help:
@@ -139,7 +139,17 @@ IT_STATE := $(CURDIR)/.sandbox/it
 # tests of rlark-sim's own options are then deselected by their marker (pytest reports them as deselected).
 IT_MARKS := $(if $(RLARK_CONTROLLER_MANAGER),-m "not sim_only")
 
-integration: venv collection sandbox-build
+# ansible-rulebook (tests/integration/test_eda_rulebook.py) runs its Drools engine in a JVM: Java 17+ must be
+# there. Found on PATH or JAVA_HOME; else installed with apt-get when this runs as root; else a clear failure.
+java:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -n "$$v" ] && [ "$$v" -ge 17 ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo ">> installing Java 17 for ansible-rulebook (openjdk-17-jre-headless)"; \
+	  apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null || exit 1; \
+	else echo "make: ansible-rulebook needs Java 17+: install a JDK/JRE 17 (openjdk-17-jre-headless) or put it on PATH" >&2; exit 1; fi
+
+integration: venv collection sandbox-build java
 	@echo ">> integration tests: 3 groups in parallel on their own sandboxes (each group prints when done)"
 	@$(MAKE) --no-print-directory -j3 -O it-playbooks it-api it-upstream
 

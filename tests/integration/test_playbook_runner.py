@@ -19,7 +19,7 @@ import sys
 
 import pytest
 import yaml
-from helpers import ROOT, VENV_BIN, read_env_file
+from helpers import VENV_BIN, install_collection_tarball, read_env_file
 from playbook_support import INVENTORY, Workload, all_output
 
 pytestmark = pytest.mark.sandbox
@@ -93,17 +93,7 @@ class RunnerRun:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """The collection installed from its built tarball into a collections dir of its own."""
-    base = tmp_path_factory.mktemp("tarball")
-    galaxy = os.path.join(VENV_BIN, "ansible-galaxy")
-    build = [galaxy, "collection", "build", "--output-path", str(base / "dist"), ROOT]
-    subprocess.run(build, check=True, capture_output=True, text=True)
-    (tarball,) = glob.glob(str(base / "dist" / "rlark-ops-*.tar.gz"))
-    install = [galaxy, "collection", "install", "--offline", "--no-deps", "-p", str(base / "collections"), tarball]
-    subprocess.run(
-        install, check=True, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH="")
-    )
-    assert os.path.isfile(str(base / "collections" / "ansible_collections" / "rlark" / "ops" / "MANIFEST.json"))
-    return str(base / "collections")
+    return install_collection_tarball(str(tmp_path_factory.mktemp("tarball")))
 
 
 class Runner:
