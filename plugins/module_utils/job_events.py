@@ -17,6 +17,7 @@ __metaclass__ = type
 import calendar
 import contextlib
 import json
+import random
 import socket
 import threading
 import time
@@ -159,6 +160,7 @@ class JobWatcher:
         self.snapshot = []  # list(self.jobs.values()), replaced whole so other threads can read it
         self.relists = 0
         self.reconnects = 0
+        self.watching_since = None  # monotonic time the current (or last) watch was established
 
     def stop(self):
         self.stopping = True
@@ -181,9 +183,12 @@ class JobWatcher:
             except (KubeError, ValueError) + CONNECTION_ERRORS as exc:
                 if self.stopping:
                     break
+                # A watch that ran for a while before it broke starts the backoff again from its first step.
+                if self.watching_since is not None and time.monotonic() - self.watching_since >= self.backoff_cap:
+                    failures = 0
                 failures += 1
                 self.reconnects += 1
-                delay = min(self.backoff_cap, 0.25 * (2 ** min(failures, 6)))
+                delay = min(self.backoff_cap, 0.25 * (2 ** min(failures, 6))) * random.uniform(0.8, 1.0)
                 self.log("watch interrupted (%s); reconnecting in %.1fs" % (exc, delay))
                 self.wake.wait(delay)
 
@@ -222,6 +227,7 @@ class JobWatcher:
                 if response.status == 410:
                     raise Expired(str(error))
                 raise error
+            self.watching_since = time.monotonic()
             while not self.stopping:
                 line = response.readline()
                 if not line:
@@ -231,6 +237,8 @@ class JobWatcher:
         finally:
             self.stream = None
             stream.close()
+            if self.watching_since is not None and time.monotonic() - self.watching_since < self.backoff_cap:
+                self.watching_since = None  # a watch that broke at once does not reset the backoff
 
     def handle(self, item, emit):
         kind = item.get("type")
