@@ -20,7 +20,7 @@ from datetime import datetime
 
 import pytest
 import yaml
-from helpers import ROOT, VENV_BIN, install_collection_tarball, read_env_file
+from helpers import ROOT, VENV_BIN, install_collection_tarball, read_env_file, run_playbook
 from kubernetes import client, config
 from playbook_support import INVENTORY, Workload, all_output
 
@@ -61,7 +61,8 @@ class RulebookRun:
         with open(os.path.join(inventory, "group_vars", "all.yml"), "w") as fh:
             yaml.safe_dump(group_vars, fh)
         shutil.copy(INVENTORY, os.path.join(inventory, "hosts.yml"))
-        variables = dict(variables, rlark_inventory=os.path.join(inventory, "hosts.yml"))
+        self.inventory = os.path.join(inventory, "hosts.yml")
+        variables = dict(variables, rlark_inventory=self.inventory)
         with open(os.path.join(base, "budget.yml"), "w") as fh:
             yaml.safe_dump(variables, fh)
         env = dict(os.environ)
@@ -180,7 +181,7 @@ def test_rulebook_stops_each_job_at_its_budget_once(sandbox, tmp_path, jobs_api)
                 run = w.play("migrate.yml")
                 assert run.rc == 0, run
                 patched = stopped_at(jobs_api, w.name, rulebook)
-                record = wait_for(
+                wait_for(
                     "the stop record of %s" % w.name,
                     lambda w=w: [r for r in w.records_of("stop") if r["data"]["outcome"] == "stopped"],
                     120,
@@ -190,7 +191,7 @@ def test_rulebook_stops_each_job_at_its_budget_once(sandbox, tmp_path, jobs_api)
                 assert events, "no checkpoint_completed event of %s was printed" % w.name
                 latencies.append(patched - min(events))
                 if index == 0:
-                    check_once_and_replay(w, sandbox, rulebook, record)
+                    check_once_and_replay(w, sandbox, rulebook, jobs_api)
             finally:
                 w.cleanup()
     finally:
@@ -201,18 +202,23 @@ def test_rulebook_stops_each_job_at_its_budget_once(sandbox, tmp_path, jobs_api)
     assert all(0 < s < 120 for s in latencies), latencies
 
 
-def check_once_and_replay(w, sandbox, rulebook, record):
-    """One stop, one record; the same action replayed (a repeated event) stops nothing again."""
-    # The source goes on polling the stopped Job until nothing has been written for quiet_seconds; let it.
+def check_once_and_replay(w, sandbox, rulebook, jobs_api):
+    """One stop patch and one stop record; the rulebook's action replayed (a repeated event) stops nothing."""
     wait_for(
-        "the rulebook to finish its run_playbook",
-        lambda: "already stopped" in rulebook.output() or rulebook.output().count("PLAY RECAP") >= 1,
+        "the rulebook's run_playbook to end",
+        lambda: rulebook.output().count("PLAY RECAP") >= 1,
         120,
         rulebook,
     )
-    stops = [r for r in w.records_of("stop")]
-    assert len(stops) == 1, stops
-    replay = w.play("guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra={"rlark_jobs": [w.name]})
+    (record,) = w.records_of("stop")
+    assert record["data"]["outcome"] == "stopped", record
+    job = jobs_api.get_cluster_custom_object(GROUP, VERSION, "jobs", w.name)
+    run_id = record.get("run_id") or record["data"].get("run_id")
+    assert run_id and run_id in job["metadata"]["annotations"]["rlark.ops/guarded-stop-run"], (record, job["metadata"])
+    # The action exactly as the rulebook runs it (its extra_vars, the inventory it was given).
+    extra = {"rlark_jobs": [w.name], "rlark_kubeconfig": sandbox.kubeconfig_operator, "rlark_object_storage": {}}
+    replay = run_playbook("playbooks/guarded_stop.yml", extra, env=sandbox.env(), inventory=rulebook.inventory)
     assert replay.rc == 0 and "already stopped" in all_output(replay), replay
     assert len(w.records_of("stop")) == 1
-    assert record[0]["data"]["outcome"] == "stopped"
+    job = jobs_api.get_cluster_custom_object(GROUP, VERSION, "jobs", w.name)
+    assert run_id in job["metadata"]["annotations"]["rlark.ops/guarded-stop-run"], "a second stop patch"
