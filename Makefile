@@ -19,7 +19,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
         lint ruff ansible-lint galaxy-import docs docs-check java sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
-        test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee torch-dcp-fixtures clean
+        test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee torch-dcp-fixtures clean \
+        mutation mutation-quick mutation-report
 
 help:
 	@echo "make demo            migrate, guarded stop and resume on the local sandbox"
@@ -33,6 +34,8 @@ help:
 	@echo "make demo-stop       delete the Jobs demo/molecule/bench runs left (frees the sandbox's GPUs)"
 	@echo "make docs            the collection's HTML docsite (antsibull-docs) in .build/docsite/build/html"
 	@echo "make ee              collection tarball + execution-environment build context (ansible-builder)"
+	@echo "make mutation        mutation testing of the safety core (MODULE=plugins/module_utils/x.py for one; slow)"
+	@echo "make mutation-quick  mutation testing of the safety-core lines changed since BASE (default main)"
 	@echo "make torch-dcp-fixtures  rewrite the gate's test checkpoints with real torch (one venv per version, GiBs)"
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -158,8 +161,8 @@ it-playbooks:
 	$(call run_pytest,it-playbooks,$(IT_PLAYBOOKS) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-playbooks)
 
 it-api:
-	@echo ">> integration: sandbox, rlark-sim, modules, rendering (project CRDs, RLark's random namespace resolution)"
-	$(call run_pytest,it-api,$(IT_API) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-api RLARK_SIM_ARGS=--random-resolution)
+	@echo ">> integration: sandbox, rlark-sim, modules, rendering (project CRDs)"
+	$(call run_pytest,it-api,$(IT_API) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-api)
 
 it-upstream:
 	@echo ">> integration: CRD-dependent suite with RLark's upstream CRDs"
@@ -215,6 +218,22 @@ bench: venv collection sandbox-up sandbox-free
 # The benches that need no sandbox (seconds): run by `make test` and CI; figures in bench/results/figures.md.
 bench-quick: venv collection
 	$(call run_pytest,bench-quick,bench -q -s,RLARK_BENCH_QUICK=1)
+
+# Mutation testing of the safety core (cosmic-ray, hack/mutation.py; bench/results/mutation.md). Not part of
+# `make test`: a whole run takes hours. MODULE=plugins/module_utils/selectors.py runs one module;
+# RETEST=1 re-runs only that module's survivors (with OPERATOR=core/X also every mutant X made).
+# mutation-quick mutates only the safety-core lines changed since BASE (merge base with HEAD,
+# uncommitted changes included).
+MODULE ?=
+BASE ?= main
+mutation: venv collection
+	@nice -n 10 $(PY) hack/mutation.py run $(if $(RETEST),--retest) $(if $(OPERATOR),--operator $(OPERATOR)) $(MODULE)
+
+mutation-quick: venv collection
+	@nice -n 10 $(PY) hack/mutation.py run --since $(BASE)
+
+mutation-report: venv
+	@$(PY) hack/mutation.py report
 
 # The DCP checkpoints the gate's unit tests read (tests/unit/checkpoint/data/torch-dcp), written by real
 # torch on CPU: one venv per torch version (~4-5 GiB each with the CUDA wheels PyPI's torch pulls in),

@@ -10,8 +10,10 @@ checkpoint, then stops it. Measured independently of the collection:
 - "stop patched": the first time a watcher polling the Job every 50 ms sees ``spec.stopped: true``;
 - lost steps: the highest ``Global Step: K`` the trainer logged in this trial minus N.
 
-Goals (issue 10): p95 latency <= 2 s plus one sandbox tick (1 s), lost steps <= 1 at p95.
-20 trials; ``BENCH_QUICK=1`` runs 3 (for CI). Results: bench/results/next_checkpoint.json.
+Goals (issue 10): p95 latency <= 2 s plus one sandbox tick (1 s), lost steps <= 1 at p95; the same with a
+trainer that prints a 1 MB line every step (issue 24: the logs read between the verdict and the patch must not
+grow with the log). 20 trials; ``BENCH_QUICK=1`` runs 3 (for CI). Results: bench/results/next_checkpoint.json
+and next_checkpoint_1MB_lines.json.
 """
 
 import datetime
@@ -94,8 +96,19 @@ def newest_mtime(directory):
     return max(os.stat(os.path.join(d, f)).st_mtime for d, _dirs, files in os.walk(directory) for f in files)
 
 
-def test_stop_at_next_checkpoint(sandbox, tmp_path):
-    w = Workload(sandbox, tmp_path)
+def long_lines(size):
+    """A Workload mutation: the trainer prints a line of ``size`` bytes every step (rlark-sim's switch)."""
+
+    def mutate(manifest, _profile):
+        env = manifest["roles"][0]["env"]
+        env.append({"name": "SIM_LONG_LINE_BYTES", "value": str(size)})
+
+    return mutate
+
+
+@pytest.mark.parametrize("line_bytes", [0, 1 << 20], ids=["plain", "1MB_lines"])
+def test_stop_at_next_checkpoint(sandbox, tmp_path, line_bytes):
+    w = Workload(sandbox, tmp_path, mutate=long_lines(line_bytes) if line_bytes else None)
     api = Api(sandbox.server, sandbox.admin_token, sandbox.ca_cert)
     log_path = os.path.join(sandbox.logs_dir, w.name, "%s-actor-0.log" % w.name)
     job_path = "/apis/rlinf.io/v1alpha1/jobs/" + w.name
@@ -136,6 +149,7 @@ def test_stop_at_next_checkpoint(sandbox, tmp_path):
                     "trial": index,
                     "step": step,
                     "gate_to_patch_s": gate_to_patch(run, w.name),
+                    "exported_log_bytes": sum(e["bytes"] for e in record["logs"]["exports"]),
                     "latency_s": round(watcher.seen - complete, 3),
                     "latency_after_quiet_s": round(watcher.seen - complete - QUIET_SECONDS, 3),
                     "lost_steps": max(logged) - step,
@@ -150,6 +164,8 @@ def test_stop_at_next_checkpoint(sandbox, tmp_path):
     summary = {
         "trials": len(trials),
         "quiet_seconds": QUIET_SECONDS,
+        "trainer_line_bytes": line_bytes or "plain RLinf lines",
+        "gate_to_patch_p95_s": p95([t["gate_to_patch_s"] for t in trials]),
         "latency_p50_s": round(statistics.median(latencies), 3),
         "latency_p95_s": round(p95(latencies), 3),
         "latency_after_quiet_p50_s": round(statistics.median(latencies) - QUIET_SECONDS, 3),
@@ -161,7 +177,8 @@ def test_stop_at_next_checkpoint(sandbox, tmp_path):
         "per_trial": trials,
     }
     os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "next_checkpoint.json"), "w") as fh:
+    name = "next_checkpoint.json" if not line_bytes else "next_checkpoint_1MB_lines.json"
+    with open(os.path.join(RESULTS, name), "w") as fh:
         json.dump(summary, fh, indent=2)
     print(json.dumps({k: v for k, v in summary.items() if k != "per_trial"}, indent=2))
     assert summary["trials"] == TRIALS

@@ -96,6 +96,24 @@ def controller_manager():
     return os.path.abspath(path) if path else None
 
 
+def crds_with_controller_manager(crds, cm_path):
+    """The CRD set `up` uses next to RLark's controller-manager: upstream unless asked otherwise.
+
+    Its Domain controller watches DomainPeer, which only the upstream set has (with the project set it logs
+    `no matches for kind "DomainPeer"` over and over); an explicit `--crds project` is kept, with a warning.
+    """
+    if not cm_path:
+        return crds
+    if crds is None:
+        return "upstream"
+    if crds == "project":
+        say(
+            "warning: RLark's controller-manager watches DomainPeer, which the project CRD set lacks; "
+            "use --crds upstream (SANDBOX_CRDS=upstream)"
+        )
+    return crds
+
+
 # ---------------------------------------------------------------- commands
 def health(lay, state):
     """{service: alive?} for the recorded processes."""
@@ -449,7 +467,8 @@ def main(argv=None):
         "--crds",
         choices=["project", "upstream"],
         default=os.environ.get("SANDBOX_CRDS") or None,
-        help="CRD set (default: $SANDBOX_CRDS; else the running sandbox's set, or project for a fresh start)",
+        help="CRD set (default: $SANDBOX_CRDS; else upstream with $RLARK_CONTROLLER_MANAGER, else the running "
+        "sandbox's set, or project for a fresh start)",
     )
     p_up.add_argument(
         "--fresh",
@@ -470,6 +489,7 @@ def main(argv=None):
     lay = Layout(args.dir)
     if args.cmd == "up":
         args.controller_manager = controller_manager()
+        args.crds = crds_with_controller_manager(args.crds, args.controller_manager)
     if args.cmd == "up" and args.crds == "upstream" and not os.path.isdir(UPSTREAM_CRDS):
         raise SystemExit("upstream CRDs not found at %s" % UPSTREAM_CRDS)
     commands = {"up": up, "down": down, "status": status, "kill": kill, "restart-apiserver": restart_apiserver}

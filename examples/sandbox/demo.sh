@@ -99,7 +99,7 @@ say "Summary ($(( $(date +%s) - started )) s)"
 echo "   migrated $JOB; stopped it after a complete checkpoint; resumed it as $NEW (original kept as is)."
 echo "   records:"
 find "$RLARK_RECORDS_DIR/$JOB" "$RLARK_RECORDS_DIR/$NEW" -name '*.yml' -printf '     %p\n' 2>/dev/null | sort | grep -v '/log-' || true
-echo "   exported logs: $(find "$RLARK_RECORDS_DIR/$JOB" -name 'log-*.yml' | wc -l) pod log(s) in the stop record directory"
+echo "   exported logs: $(find "$RLARK_RECORDS_DIR/$JOB" -name 'log-*.log' | wc -l) pod log(s) in the stop record directory"
 echo "   playbook output: $WORK/*.log"
 
 # What the demo leaves behind: the resumed Job keeps training (max_steps 100000) and holds its GPUs.

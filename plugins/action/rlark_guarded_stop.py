@@ -73,11 +73,11 @@ def log_reader(p, name, resource):
     head = head_pod_name(name, jobspec.head_task(resource.get("job") or {}).get("name") or "")
 
     def read_logs(export_dir):
-        def read():
+        def read(since=None):
             return export_logs(
                 p["log_source"], name, export_dir, pod_names=pods or [head], logs_dir=p["logs_dir"] or None,
                 gateway_url=p["gateway_url"] or None, kubeconfig=p["data_plane_kubeconfig"] or None,
-                kubeconfigs=p["data_plane_kubeconfigs"], clusters=clusters_of(resource),
+                kubeconfigs=p["data_plane_kubeconfigs"], clusters=clusters_of(resource), since=since,
             )  # fmt: skip
 
         return read

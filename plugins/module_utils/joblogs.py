@@ -98,6 +98,11 @@ class Export:
         self.last_timestamp = None
         self.truncated = False
         self.unavailable = None  # the gateway's sentence instead of log lines (pod not running, fetch error)
+        # Where the next read of a growing source file starts (files source): the source bytes and the export
+        # lines/bytes up to the last whole line, and the last time stamp among those lines.
+        self.source_path = None
+        self.source_offset = 0
+        self.whole = (0, 0, None)
 
     def fields(self):
         return {
@@ -132,12 +137,14 @@ class Export:
 class LineSink:
     """Bytes in, redacted lines out to ``export.path``; ``reset`` starts over (a retried read)."""
 
-    def __init__(self, export, kubelet_stamps=False):
+    def __init__(self, export, kubelet_stamps=False, append=False):
         self.export = export
         self.export.kubelet_stamps = kubelet_stamps
         self.stamp = KUBELET_STAMP if kubelet_stamps else LINE_STAMP
-        self.fh = open(export.path, "wb")  # noqa: SIM115 - closed by close(), the sink outlives one call
+        # Closed by close(): the sink outlives one call. ``append``: an export continued (export_file).
+        self.fh = open(export.path, "ab" if append else "wb")  # noqa: SIM115
         self.partial = []  # the pieces of an unfinished line, joined once when it ends (a 1 MB line in 64 KB chunks)
+        self.read = export.source_offset  # source bytes seen, and up to the last whole line (``export.whole``)
 
     def reset(self):
         self.fh.seek(0)
@@ -146,6 +153,7 @@ class LineSink:
         self.export.reset()
 
     def write(self, chunk):
+        self.read += len(chunk)
         cut = chunk.rfind(b"\n") + 1
         if not cut:
             if chunk:
@@ -155,6 +163,8 @@ class LineSink:
         self.partial = [chunk[cut:]] if cut < len(chunk) else []
         for line in data.split(b"\n")[:-1]:
             self._line(line)
+        self.export.source_offset = self.read - (len(chunk) - cut)
+        self.export.whole = (self.export.lines, self.export.bytes, self.export.last_timestamp)
 
     def _line(self, raw):
         m = self.stamp.match(raw)
@@ -184,12 +194,35 @@ def _export_path(dest_dir, pod):
     return path
 
 
-def export_file(source_path, pod, dest_dir):
-    """Copy ``source_path`` line by line into a new export file."""
-    export = Export(pod, "files", _export_path(dest_dir, pod))
-    sink = LineSink(export)
+def _continued(since, source_path, dest_dir):
+    """A new export holding the whole lines of ``since`` (a plain byte copy), to be continued from its source
+    offset; None when ``since`` is no earlier export of this file or the file is shorter now (rewritten)."""
+    if since is None or since.source_path != source_path or os.path.getsize(source_path) < since.source_offset:
+        return None
+    lines, size, last = since.whole
+    export = Export(since.pod, "files", _export_path(dest_dir, since.pod))
+    with open(since.path, "rb") as src, open(export.path, "wb") as out:
+        left = size  # the whole lines only: an unfinished last line is read again from the source
+        while left > 0:
+            chunk = src.read(min(CHUNK, left))
+            if not chunk:
+                break
+            out.write(chunk)
+            left -= len(chunk)
+    export.lines, export.bytes, export.first_timestamp, export.last_timestamp = lines, size, since.first_timestamp, last
+    export.source_offset, export.whole = since.source_offset, since.whole
+    return export
+
+
+def export_file(source_path, pod, dest_dir, since=None):
+    """Copy ``source_path`` line by line into a new export file; with ``since`` (the previous export of that
+    file) only what was written after its last whole line is read and redacted, the rest is copied."""
+    export = _continued(since, source_path, dest_dir) or Export(pod, "files", _export_path(dest_dir, pod))
+    export.source_path = source_path
+    sink = LineSink(export, append=export.bytes > 0)
     try:
         with open(source_path, "rb") as fh:
+            fh.seek(export.source_offset)
             for chunk in iter(lambda: fh.read(CHUNK), b""):
                 sink.write(chunk)
     finally:
@@ -197,7 +230,8 @@ def export_file(source_path, pod, dest_dir):
     return export
 
 
-def export_files(logs_dir, job_name, dest_dir, pod_names=None):
+def export_files(logs_dir, job_name, dest_dir, pod_names=None, since=None):
+    """``{pod: Export}`` of ``<logs_dir>/<job>/<pod>.log``; ``since``: the previous exports, continued."""
     folder = os.path.join(logs_dir, job_name)
     if not os.path.isdir(folder):
         return {}
@@ -206,7 +240,7 @@ def export_files(logs_dir, job_name, dest_dir, pod_names=None):
     for entry in sorted(os.listdir(folder)):
         pod = entry[: -len(".log")]
         if entry.endswith(".log") and (not wanted or pod in wanted):
-            out[pod] = export_file(os.path.join(folder, entry), pod, dest_dir)
+            out[pod] = export_file(os.path.join(folder, entry), pod, dest_dir, (since or {}).get(pod))
     return out
 
 
@@ -348,8 +382,8 @@ def export_logs(source, job_name, dest_dir, pod_names=None, logs_dir=None, gatew
     """``{pod: Export}`` for one Job, each log in a new file under ``dest_dir``.
 
     ``kube``: ``clusters`` (pod or Task name to cluster ID), ``kubeconfigs`` (cluster ID to path),
-    ``kubeconfig`` (the default path), ``namespace``, ``timeout``. ``pod_names`` is needed for the
-    kubeconfig source.
+    ``kubeconfig`` (the default path), ``namespace``, ``timeout``; ``since`` (files source): the previous
+    ``{pod: Export}``, continued from where each ended. ``pod_names`` is needed for the kubeconfig source.
     """
     if source == "files":
         if not logs_dir:
@@ -357,7 +391,7 @@ def export_logs(source, job_name, dest_dir, pod_names=None, logs_dir=None, gatew
                 "the files log source needs the directory of the exported pod logs: set rlark_logs_dir "
                 "(or RLARK_LOGS_DIR), or pick another rlark_log_source (gateway, kubeconfig)"
             )
-        return export_files(logs_dir, job_name, dest_dir)
+        return export_files(logs_dir, job_name, dest_dir, since=kube.get("since"))
     if source == "gateway":
         if not gateway_url:
             raise LogSourceError("the gateway log source needs the gateway URL: set rlark_gateway_url")

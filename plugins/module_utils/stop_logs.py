@@ -38,6 +38,25 @@ def utc_iso(epoch):
     return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
 
 
+GAP = "[rlark.ops: lines between two reads were not available from the log source]"
+
+
+def overlap(old, new):
+    """How many lines at the start of ``new`` repeat the last lines of ``old``: the longest suffix of ``old``
+    that is a prefix of ``new`` (KMP over line ids, linear in the lines compared)."""
+    if not old or not new:
+        return 0
+    ids = {}
+    seq = [ids.setdefault(line, len(ids)) for line in new] + [-1] + [ids.get(line, -2) for line in old[-len(new) :]]
+    prefix = [0] * len(seq)
+    for i in range(1, len(seq)):
+        k = prefix[i - 1]
+        while k and seq[i] != seq[k]:
+            k = prefix[k - 1]
+        prefix[i] = k + 1 if seq[i] == seq[k] else 0
+    return prefix[-1]
+
+
 def merge_log(previous, current):
     """``previous`` plus the lines of ``current`` that come after their overlap.
 
@@ -52,25 +71,26 @@ def merge_log(previous, current):
         return current
     old = previous.splitlines()
     new = current.splitlines()
-    for size in range(min(len(old), len(new)), 0, -1):
-        if old[-size:] == new[:size]:
-            return "\n".join(old + new[size:]) + "\n"
+    size = overlap(old, new)
     # No overlap: the window moved past everything read before (more than a window was written).
-    return "\n".join(old + ["[rlark.ops: lines between two reads were not available from the log source]"] + new) + "\n"
+    return "\n".join(old + ([] if size else [GAP]) + new[size:]) + "\n"
 
 
 class LogTail:
     """Each pod's log exported to a file under ``export_dir``, grown by every read, and when its last line was read.
 
     ``read() -> {pod: Export or text}``: a full-history Export (files, kubeconfig) replaces the kept
-    file when it has at least as many lines; a window (the gateway, or text) is merged onto it.
-    Only file paths and counters stay in memory.
+    file when it has at least as many lines; a window (the gateway, or text) is merged onto it by
+    appending the lines after the overlap. With ``incremental`` the source is called
+    ``read(since={pod: Export})`` and continues the kept exports (the files source reads only what was
+    written since). Only file paths and counters stay in memory.
     """
 
-    def __init__(self, read, export_dir, clock=time.time):
+    def __init__(self, read, export_dir, clock=time.time, incremental=False):
         self.read = read
         self.export_dir = export_dir
         self.clock = clock
+        self.incremental = incremental
         self.exports = {}
         self.last_line_seen = {}
         self.errors = []
@@ -88,17 +108,35 @@ class LogTail:
         sink.write((got or "").encode("utf-8"))
         return sink.close()
 
+    def _append_window(self, kept, got):
+        """A new export: ``kept`` plus the lines of the window ``got`` after their overlap (both redacted
+        already). Only the end of ``kept`` that a window can repeat is read."""
+        with open(got.path, "rb") as fh:
+            new = fh.read().splitlines()
+        with open(kept.path, "rb") as fh:
+            fh.seek(max(0, kept.bytes - got.bytes - 1))
+            old = fh.read().splitlines()[1:] if kept.bytes > got.bytes + 1 else fh.read().splitlines()
+        size = overlap(old, new)
+        added = new[size:] if size else [GAP.encode("utf-8")] + new
+        merged = Export(kept.pod, got.source, got.path + ".merged", got.cluster, window=True)
+        with open(kept.path, "rb") as src, open(merged.path, "wb") as out:
+            for chunk in iter(lambda: src.read(1 << 16), b""):
+                out.write(chunk)
+            text = b"".join(line + b"\n" for line in added) if added else b""
+            out.write(text)
+        merged.lines, merged.bytes = kept.lines + len(added), kept.bytes + len(text)
+        merged.first_timestamp = kept.first_timestamp or got.first_timestamp
+        merged.last_timestamp = got.last_timestamp or kept.last_timestamp
+        merged.truncated = kept.truncated or got.truncated
+        os.unlink(got.path)
+        return merged
+
     def _keep(self, pod, got):
         kept = self.exports.get(pod)
         if kept is None:
             return got
         if got.window:
-            merged = merge_log(kept.text(), got.text())
-            sink = LineSink(Export(pod, got.source, got.path, got.cluster, window=True))
-            sink.write(merged.encode("utf-8"))
-            merged_export = sink.close()
-            merged_export.truncated = kept.truncated or got.truncated
-            return merged_export
+            return self._append_window(kept, got) if got.lines else kept
         if got.lines < kept.lines:
             self._note(
                 "%s: the log source returned %d line(s), fewer than the %d read before; the earlier read is kept"
@@ -111,7 +149,7 @@ class LogTail:
         """Read once and merge; after the stop a failed read (a pod going away) is noted, not raised."""
         now = self.clock()
         try:
-            read = self.read() or {}
+            read = (self.read(since=dict(self.exports)) if self.incremental else self.read()) or {}
         except (LogSourceError, OSError) as exc:  # OSError: the export's file system is full or gone
             if strict:
                 raise

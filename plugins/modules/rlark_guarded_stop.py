@@ -52,7 +52,7 @@ options:
     description:
       - The M(rlark.ops.rlark_job_info) result item of the Job (C(job), C(tasks), C(pods)); empty when it does not
         exist (refused with C(job-not-found)). A Succeeded or Failed Job that is not stopped is refused
-        (C(job-terminal-phase)), because RLark ignores a stop of it.
+        (C(job-terminal-phase)), since RLark ignores a stop of it.
     type: dict
     default: {}
   run_id:

@@ -30,10 +30,12 @@ def parse_args(argv=None):
         "--no-gc", action="store_true", help="no garbage collector (Task cascade delete) even without the controller"
     )
     parser.add_argument(
-        "--random-resolution",
+        "--ordered-resolution",
         action="store_true",
-        help="resolve Task namespaces like RLark: any matching Node per reconcile (default: first in list order)",
+        help="resolve Task namespaces by the first matching Node in list order (default: like RLark, any match)",
     )
+    # The default since issue 31; still accepted so that recorded --sim-args of older sandboxes keep working.
+    parser.add_argument("--random-resolution", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-agent", action="store_true", help="leave the data-plane agent to real RLark")
     parser.add_argument("--no-trainer", action="store_true", help="do not simulate RLinf in head pods")
     parser.add_argument("--grace-seconds", type=float, default=5.0, help="stop grace period before Pod CRs go")
@@ -61,6 +63,7 @@ def ensure_namespace(kube, name):
 
 
 PASS_RECORD = "rlark-sim-pass.json"
+AGENT_HOLD_DIR = "agent-hold"
 
 
 def write_pass_record(state_dir, number, seen):
@@ -75,6 +78,60 @@ def write_pass_record(state_dir, number, seen):
     os.replace(path + ".tmp", path)
 
 
+class PassRecord:
+    """Whole passes of rlark-sim's loops (the main loop and, in its own thread, the controller).
+
+    A recorded pass is a round: every loop ended a pass that began after the previous round ended. Its
+    ``seen`` is, per informer, the least that those passes had seen when they began, so "a recorded pass
+    saw my write" means every loop acted on it.
+    """
+
+    def __init__(self, state_dir, loops):
+        self.state_dir = state_dir
+        self.loops = tuple(loops)
+        self.lock = threading.Lock()
+        self.started = 0  # passes begun, any loop
+        self.mark = 0  # `started` when the last round ended
+        self.ended = {}  # loop -> (its start number, seen)
+        self.number = 0
+
+    def begin(self):
+        with self.lock:
+            self.started += 1
+            return self.started
+
+    def end(self, loop, token, seen):
+        with self.lock:
+            self.ended[loop] = (token, seen)
+            if not all(self.ended.get(name, (0,))[0] > self.mark for name in self.loops):
+                return
+            merged = {}
+            for _token, part in self.ended.values():
+                for key, value in part.items():
+                    merged[key] = min(merged.get(key, value), value)
+            self.number += 1
+            self.mark = self.started
+            write_pass_record(self.state_dir, self.number, merged)
+
+
+def run_controller(controller, informers, wake, stopping, record, tick):
+    """The controller's own loop: like controller-runtime it acts on each Job/Task event at once, not at the
+    start of the next whole pass (so a Job reads Running while the agent still places other Tasks' pods).
+    A Job whose reconcile failed is retried with a growing back-off, as a work queue does."""
+    failures = 0
+    while not stopping.is_set():
+        wake.clear()
+        token = record.begin()
+        seen = {inf.name: inf.seen_rv for inf in informers}
+        try:
+            controller.reconcile_all()
+        except Exception:
+            log.exception("Controller pass failed")
+        record.end("controller", token, seen)
+        failures = min(failures + 1, 12) if controller.pending() else 0
+        wake.wait(min(tick, 0.005 * 2**failures) if failures else tick)
+
+
 def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(
@@ -85,8 +142,9 @@ def main(argv=None):
     state_dir = os.path.abspath(args.state_dir)
     kube = Kube(args.kubeconfig)
     wake = threading.Event()
-    jobs = Informer(kube, crd_path("jobs"), wake, name="jobs").start()
-    tasks = Informer(kube, crd_path("tasks"), wake, name="tasks").start()
+    controller_wake = threading.Event()  # Job and Task events wake the controller's loop too
+    jobs = Informer(kube, crd_path("jobs"), [wake, controller_wake], name="jobs").start()
+    tasks = Informer(kube, crd_path("tasks"), [wake, controller_wake], name="tasks").start()
     nodes = Informer(kube, crd_path("nodes"), wake, name="nodes").start()
     pods = Informer(kube, crd_path("pods"), wake, name="pods", index_fn=pod_task_key).start()
     informers = [jobs, tasks, nodes, pods]
@@ -99,11 +157,16 @@ def main(argv=None):
     node_index = NodeIndex(nodes)
     controller = None
     if not args.no_controller:
-        controller = Controller(kube, jobs, tasks, nodes, random_resolution=args.random_resolution)
-        controller.node_index = node_index
+        # Its own NodeIndex: it runs in its own thread, next to the agent's.
+        controller = Controller(kube, jobs, tasks, nodes, random_resolution=not args.ordered_resolution)
     collector = None if args.no_gc else GarbageCollector(kube, jobs, tasks)
     cr_only = [x.strip() for x in args.cr_only_labels.split(",") if x.strip()]
-    agent = None if args.no_agent else Agent(kube, tasks, nodes, pods, sts, node_index, args.grace_seconds, cr_only)
+    hold_dir = os.path.join(state_dir, AGENT_HOLD_DIR)
+    agent = (
+        None
+        if args.no_agent
+        else Agent(kube, tasks, nodes, pods, sts, node_index, args.grace_seconds, cr_only, hold_dir=hold_dir)
+    )
     trainers = None if args.no_trainer else TrainerManager(tasks, pods, state_dir, S3Settings(state_dir))
     data_plane = None
     if args.data_plane:
@@ -118,32 +181,41 @@ def main(argv=None):
         log.info("signal %d: exiting", signum)
         stopping.set()
         wake.set()
+        controller_wake.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     log.info(
         "rlark-sim running (controller=%s resolution=%s gc=%s agent=%s trainer=%s grace=%ss tick=%ss)",
         controller is not None,
-        "random" if args.random_resolution else "ordered",
+        "ordered" if args.ordered_resolution else "random",
         collector is not None,
         agent is not None,
         trainers is not None,
         args.grace_seconds,
         args.tick_seconds,
     )
-    number = 0
+    record = PassRecord(state_dir, ["main", "controller"] if controller is not None else ["main"])
+    if controller is not None:
+        ctrl_informers = [jobs, tasks, nodes]
+        threading.Thread(
+            target=run_controller,
+            args=(controller, ctrl_informers, controller_wake, stopping, record, args.tick_seconds),
+            name="controller",
+            daemon=True,
+        ).start()
     while not stopping.is_set():
         wake.clear()
+        token = record.begin()
         seen = {inf.name: inf.seen_rv for inf in informers}
-        for part in (controller, collector, agent, trainers, data_plane):
+        for part in (collector, agent, trainers, data_plane):
             if part is None:
                 continue
             try:
                 part.reconcile_all()
             except Exception:
                 log.exception("%s pass failed", type(part).__name__)
-        number += 1
-        write_pass_record(state_dir, number, seen)
+        record.end("main", token, seen)
         # Informer events wake us early; a short debounce batches bursts of events.
         wake.wait(args.tick_seconds)
         time.sleep(0.05)

@@ -7,9 +7,11 @@ Real pieces: the StatefulSet (validated by the API server), the head Service, ag
 
 import copy
 import datetime
+import fnmatch
 import hashlib
 import json
 import logging
+import os
 import time
 import uuid
 
@@ -349,7 +351,9 @@ def iso_age(stamp):
 
 
 class Agent:
-    def __init__(self, kube, tasks, nodes, pods, sts, node_index, grace_seconds=5.0, cr_only_labels=None):
+    def __init__(
+        self, kube, tasks, nodes, pods, sts, node_index, grace_seconds=5.0, cr_only_labels=None, hold_dir=None
+    ):
         self.kube = kube
         self.tasks = tasks
         self.nodes = nodes
@@ -362,6 +366,19 @@ class Agent:
         self._scanned_used = False
         self._ensured = set()
         self.privileged = True
+        self.hold_dir = hold_dir
+
+    def held(self):
+        """Task name patterns the agent leaves alone for now (sim switch: a file `<state-dir>/agent-hold/<pattern>`,
+        an exact Task name or an fnmatch pattern such as `myjob-*-rollout`).
+
+        A held Task gets no finalizer, workload, Pod CR or status, as when the real agent has not reached it
+        yet; its deletion is still cleaned up. Removing the file releases it at the next pass.
+        """
+        try:
+            return set(os.listdir(self.hold_dir)) if self.hold_dir else set()
+        except FileNotFoundError:
+            return set()
 
     # ---------------------------------------------------------------- pass
     def reconcile_all(self):
@@ -379,6 +396,7 @@ class Agent:
             if task_name:
                 pods_by_task.setdefault((ns, task_name), []).append(pod)
         live = set()
+        held = self.held()
         for task in tasks:
             key = (task["metadata"]["namespace"], task["metadata"]["name"])
             live.add(key)
@@ -387,6 +405,8 @@ class Agent:
                     continue
                 if task["metadata"].get("deletionTimestamp"):
                     self.cleanup(task, pods_by_task.get(key, []))
+                elif held and any(fnmatch.fnmatchcase(key[1], pattern) for pattern in held):
+                    continue
                 else:
                     self.reconcile(task, pods_by_task.get(key, []))
             except ApiError as exc:

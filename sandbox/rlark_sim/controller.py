@@ -237,7 +237,7 @@ class Controller:
     when the Job or one of its Tasks changed (or the last attempt failed): a Node that appears later
     does not move a Task (divergence 9)."""
 
-    def __init__(self, kube, jobs, tasks, nodes, random_resolution=False, rng=None):
+    def __init__(self, kube, jobs, tasks, nodes, random_resolution=True, rng=None):
         self.kube = kube
         self.jobs = jobs
         self.tasks = tasks
@@ -248,6 +248,10 @@ class Controller:
         self._dirty = set()  # job uids with an event not yet reconciled successfully
         self._wrote = False
         self._panicked = set()
+
+    def pending(self):
+        """Jobs whose last reconcile failed or wrote (retried soon, like a work queue's requeue)."""
+        return bool(self._dirty)
 
     def first_match(self, selector):
         if self.random_resolution:

@@ -174,7 +174,8 @@ def obj_key(obj):
 
 
 class Informer:
-    """List+watch cache of one collection; `version` bumps on every change, `wake` is set on every event.
+    """List+watch cache of one collection; `version` bumps on every change, `wake` (one Event or a list of
+    them: the main loop's and the controller's) is set on every event.
 
     Items are returned sorted by (namespace, name): the order of a kube-apiserver list (etcd key order).
     `seen_rv`: every change of this collection up to that resourceVersion is in the cache (list, events and
@@ -186,7 +187,7 @@ class Informer:
         self.index_fn = index_fn  # obj -> secondary key (e.g. the Task a Pod CR belongs to), or None
         self.index = {}
         self.path = path
-        self.wake = wake
+        self.wakes = [] if wake is None else list(wake) if isinstance(wake, (list, tuple)) else [wake]
         self.label_selector = label_selector
         self.name = name
         self.items = {}
@@ -206,8 +207,8 @@ class Informer:
 
     def _notify(self):
         self.version += 1
-        if self.wake is not None:
-            self.wake.set()
+        for wake in self.wakes:
+            wake.set()
 
     def _relist(self):
         params = {"labelSelector": self.label_selector} if self.label_selector else None

@@ -27,8 +27,11 @@ def pytest_addoption(parser):
     parser.addoption(
         "--sandbox-crds",
         choices=["project", "upstream"],
-        default=os.environ.get("SANDBOX_CRDS") or "project",
-        help="CRD set the sandbox runs with: the project's (sandbox/crds) or upstream RLark's (../shared)",
+        # RLark's own controller-manager needs the upstream set (its Domain controller watches DomainPeer)
+        default=os.environ.get("SANDBOX_CRDS")
+        or ("upstream" if os.environ.get("RLARK_CONTROLLER_MANAGER") else "project"),
+        help="CRD set the sandbox runs with: the project's (sandbox/crds) or upstream RLark's (../shared); "
+        "default upstream when $RLARK_CONTROLLER_MANAGER is set",
     )
 
 

@@ -1,5 +1,6 @@
 """Switching rlark-sim's flags for one test (not a test module): `sandboxctl up --sim-args` as a user types it."""
 
+import contextlib
 import json
 import os
 import shlex
@@ -94,3 +95,26 @@ def wait_trainer_gone(sandbox, pod, how, timeout=PASS_TIMEOUT):
                 return
         time.sleep(0.1)
     raise AssertionError("rlark-sim's log (%s) never said %r within %d s" % (path, line, timeout))
+
+
+# ---------------------------------------------------------------- holding rlark-sim's agent back
+AGENT_HOLD_DIR = "agent-hold"  # rlark_sim/__main__.py: one file per held Task name or fnmatch pattern
+
+
+@contextlib.contextmanager
+def agent_held(sandbox, *patterns):
+    """rlark-sim's agent leaves Tasks whose name matches one of ``patterns`` alone (no finalizer, workload,
+    Pod CR or status) until the block ends, as when RLark's agent has not reached them yet. It is
+    rlark-sim's agent in every mode, also next to RLark's own controller-manager."""
+    folder = os.path.join(sandbox.dir, AGENT_HOLD_DIR)
+    os.makedirs(folder, exist_ok=True)
+    paths = [os.path.join(folder, p) for p in patterns]
+    for path in paths:
+        with open(path, "w"):
+            pass
+    try:
+        yield
+    finally:
+        for path in paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)

@@ -15,6 +15,7 @@ import yaml
 from independent import get_job, job_pods
 from playbook_support import outcome_table
 from refusals import task_result
+from sim_support import AGENT_HOLD_DIR
 
 pytestmark = pytest.mark.sandbox
 STOP_TASK = "Check, record and stop the Job (one transaction)"
@@ -94,6 +95,18 @@ def keep_full(path, done):
                 done.wait(0.01)  # full: look again for freed space until the run has ended
 
 
+def fill_then_release(path, done, hold):
+    """After the stop patch: fill ``path`` (kept full until ``done``), then let rlark-sim's agent stop the pods
+    (``hold``), so the stop's wait ends only once the records filesystem is full."""
+    filler = threading.Thread(target=keep_full, args=(path, done), daemon=True)
+    filler.start()
+    deadline = time.monotonic() + 60
+    while os.statvfs(path).f_bavail and time.monotonic() < deadline:
+        done.wait(0.01)  # until the file system is full
+    os.remove(hold)
+    return filler
+
+
 @pytest.mark.parametrize(
     ("size", "read_only", "finding"), [("4m", False, "records-no-room"), ("4m", True, "records-unwritable")]
 )
@@ -118,19 +131,28 @@ def test_records_filesystem_full_after_the_patch_then_the_rerun_completes_the_re
     w = running
     records = tmpfs("48m")
     filling = threading.Event()
-    watcher, seen = when_stopped(w.sandbox, w.name, lambda: keep_full(records, filling))
+    # rlark-sim's agent leaves the Job's Tasks alone (agent-hold switch) until the records filesystem is full.
+    hold = os.path.join(w.sandbox.dir, AGENT_HOLD_DIR, w.name + "-*")
+    os.makedirs(os.path.dirname(hold), exist_ok=True)
+    open(hold, "w").close()
+    watcher, seen = when_stopped(w.sandbox, w.name, lambda: fill_then_release(records, filling, hold))
     try:
         first = stop(w, records)
     finally:
         filling.set()
         watcher.join(timeout=60)
+        if os.path.exists(hold):
+            os.remove(hold)
     assert "annotation" in seen, "the Job was never stopped"
     assert first.rc != 0, outcome_table(first)
     line = row(first, w.name)
     assert " stopped-unconfirmed " in line and "No space left on device" in line, line
     assert get_job(w.sandbox, w.name)["spec"]["stopped"] is True
-    ((run_id, pending),) = stop_records(records, w.name).items()
-    assert pending["outcome"] == "pending" and seen["annotation"] == run_id
+    records_of_job = stop_records(records, w.name)
+    assert list(records_of_job) == [seen["annotation"]], records_of_job
+    run_id = seen["annotation"]
+    pending = records_of_job[run_id]
+    assert pending["outcome"] == "pending"
     assert os.path.exists(os.path.join(records, w.name, run_id, "log-%s-actor-0.log" % w.name))
 
     os.unlink(os.path.join(records, "filler"))
@@ -189,8 +211,8 @@ def test_api_server_restarted_after_the_patch_is_our_stop_with_a_complete_record
     assert run.rc == 0, (outcome_table(run), task_result(run, STOP_TASK).get("msg"))
     line = row(run, w.name)
     assert " stopped " in line and "someone else" not in line, line
-    (run_id,) = [r for r in stop_records(w.records, w.name)]
-    assert run_id == seen["annotation"]
+    assert list(stop_records(w.records, w.name)) == [seen["annotation"]]
+    run_id = seen["annotation"]
     record = stop_records(w.records, w.name)[run_id]
     assert record["outcome"] == "stopped" and record["data"]["pods_gone_at"], record["data"]
     assert get_job(w.sandbox, w.name)["metadata"]["annotations"][ANNOTATION] == run_id

@@ -51,3 +51,12 @@ def test_succeeded_job_is_refused_then_already_stopped_once_stopped(sandbox, cle
         assert row(again, name).split()[1:3] == ["already", "stopped"], outcome_table(again)
     finally:
         api.close()
+
+
+def test_a_missing_job_is_refused_by_name_without_a_host_pattern_warning(sandbox, tmp_path):
+    name = unique("gsmissing")
+    run = stop(sandbox, name, tmp_path / "records")
+    assert run.rc != 0, run
+    assert row(run, name).split()[1] == "refused" and "no such Job" in row(run, name), outcome_table(run)
+    printed = run.stdout + run.stderr
+    assert "Could not match supplied host pattern" not in printed, printed[-2000:]

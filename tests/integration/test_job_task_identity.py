@@ -1,5 +1,6 @@
 """rlark_job / rlark_job_info against RLark's resolution quirks (issue 12), on a sandbox whose rlark-sim resolves
-Task namespaces like RLark: any matching Node per reconcile (`--random-resolution`, ON for this module).
+Task namespaces like RLark: any matching Node per reconcile (rlark-sim's default; a session started with
+`--ordered-resolution` gets it back for this module's tests).
 
 Jobs the collection must never write are made here with the plain `kubernetes` client (as another tool or
 a person would); outcomes are read with it too.
@@ -25,7 +26,7 @@ def kube(sandbox):
 
 @pytest.fixture
 def random_resolution(sim_mode):
-    sim_mode(add=["--random-resolution"])
+    sim_mode(remove=["--ordered-resolution"])
 
 
 def ids(result):

@@ -1,6 +1,7 @@
-"""rlark-sim reproduces what RLark's real controller-manager does (rlark-platform.md section 2a, issue 12).
+"""rlark-sim reproduces what RLark's real controller-manager does (rlark-platform.md section 2a, issues 12, 31).
 
-One test per observed divergence 1-10, asserting RLark's behaviour; plus the sandbox's own options
+One test per observed divergence 1-13 (the list in docs/sandbox.md), asserting RLark's behaviour; plus the
+sandbox's own options
 (ordered resolution, garbage collector without the controller, `--sim-args` parsing). Read with the plain
 `kubernetes` client. Tasks that must not be served by the agent resolve to `default` (no agent serves it).
 """
@@ -10,8 +11,21 @@ import secrets
 import pytest
 import sim_support
 import test_sim_rlark as base
-from kubernetes import client
-from test_sim_rlark import GROUP, VERSION, get_job, job_phase, merge_patch_job, sim_acted_on, template, wait_for
+from kubernetes import client, config
+from test_sim_rlark import (
+    GROUP,
+    VERSION,
+    get_job,
+    job_phase,
+    merge_patch_job,
+    phase_of,
+    pod_crs,
+    sim_acted_on,
+    tasks_of,
+    template,
+    wait_for,
+    wait_placed,
+)
 
 pytestmark = pytest.mark.sandbox
 # The fixtures of test_sim_rlark and sim_support, bound here by assignment.
@@ -35,7 +49,7 @@ def default_task(name, replicas=1, head=False, **extra):
 # ---------------------------------------------------------------- 1: unordered resolution
 @pytest.mark.sim_only
 def test_ordered_resolution_takes_the_first_listed_node_and_stays(sandbox, api, jobs, sim_mode):
-    sim_mode(remove=["--random-resolution"])
+    sim_mode(add=["--ordered-resolution"])
     name = jobs("dual", [template("actor", {"kubernetes.io/hostname": "dual-01"}, head=True)])
     wait_for(lambda: tasks_by_key(api, name), what="task")
     merge_patch_job(api, name, {"metadata": {"annotations": {"touch": "1"}}})  # more reconciles
@@ -44,7 +58,7 @@ def test_ordered_resolution_takes_the_first_listed_node_and_stays(sandbox, api, 
 
 
 def test_two_cluster_selector_makes_a_task_in_each_namespace(sandbox, api, jobs, sim_mode):
-    sim_mode(add=["--random-resolution"])
+    sim_mode(remove=["--ordered-resolution"])
     name = jobs("dual", [template("actor", {"kubernetes.io/hostname": "dual-01"}, head=True)])
     # each reconcile may pick the other cluster's dual-01; every Task event is another reconcile
     for i in range(60):
@@ -242,7 +256,52 @@ def test_foreground_deletion_never_finishes_background_does(api, jobs):
     wait_for(lambda: not tasks_by_key(api, name), what="background cascade")
 
 
-# ---------------------------------------------------------------- 11: sandbox options
+# ---------------------------------------------------------------- 11: the controller acts before the agent placed pods
+def test_job_reads_running_while_another_task_has_no_pods_yet(sandbox, api, jobs):
+    prefix = "early" + secrets.token_hex(2)
+    actor = template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True)
+    rollout = template("rollout", {"kubernetes.io/hostname": "a100-02,a100-03"}, replicas=2)
+    with sim_support.agent_held(sandbox, prefix + "-*-rollout"):
+        name = jobs(prefix, [actor, rollout])
+        # any Task Running is enough: RLark acts on that Task's event, the other Task has 0 pods and no status
+        wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
+        held = tasks_of(api, name)[name + "-rollout"]
+        assert not held.get("status") and not pod_crs(api, name + "-rollout")
+        want = [("actor", "Running"), ("rollout", "Pending")]
+        assert [(e["name"], e.get("phase")) for e in entries(api, name)] == want
+    wait_placed(api, name, {"actor": 1, "rollout": 2})
+
+
+# ---------------------------------------------------------------- 12: the pre-status stop window
+def test_stop_before_a_new_tasks_first_status_is_processed_in_full(sandbox, api, jobs):
+    actor = template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True)
+    name = jobs("prestat", [actor])
+    wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
+    with sim_support.agent_held(sandbox, name + "-learner"):
+        merge_patch_job(api, name, {"spec": {"tasks": [dict(actor, name="learner")]}})
+        wait_for(lambda: name + "-learner" in tasks_of(api, name), what="the renamed Task")
+        merge_patch_job(api, name, {"spec": {"stopped": True}})
+        # no phase on the new Task yet: no nil-entry panic, the stop goes through to the Job's phase
+        wait_for(lambda: job_phase(api, name) == "Stopped", what="job Stopped")
+        learner = tasks_of(api, name)[name + "-learner"]
+        assert phase_of(learner) is None
+        assert learner["spec"]["kubernetes"]["workload"]["replicas"] == 0
+        assert [e["name"] for e in entries(api, name)] == ["actor"]  # the new template never gets an entry
+        assert tasks_of(api, name)[name + "-actor"]["spec"]["kubernetes"]["workload"]["replicas"] == 1  # orphaned
+
+
+# ---------------------------------------------------------------- 13: the CRDs RLark's controller-manager needs
+def test_upstream_crd_set_serves_the_domainpeer_kind_rlarks_domain_controller_watches(sandbox):
+    ext = client.ApiextensionsV1Api(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    names = {c.metadata.name for c in ext.list_custom_resource_definition().items}
+    if sandbox.crds == "upstream":
+        assert {"domainpeers.rlinf.io", "addons.rlinf.io"} <= names
+    else:  # the project set has no DomainPeer: RLark's controller-manager would log "no matches for kind"
+        assert "domainpeers.rlinf.io" not in names
+        assert not sandbox.state.get("controller_manager"), "RLark's controller-manager needs --crds upstream"
+
+
+# ---------------------------------------------------------------- sandbox options
 def owned_task(api, job_name):
     job = get_job(api, job_name)
     body = {

@@ -164,6 +164,26 @@ def wait_log(sandbox, job, text, timeout=30):
     )
 
 
+def placed(api, job, replicas):
+    """Tasks of ``job`` once each of ``replicas`` ({short name: count}) is Running with that many Running Pod CRs.
+
+    The condition a test that looks at pods asserts. The Job's phase is no proxy for it: RLark's Job reads
+    Running as soon as one Task is, while the agent may not have placed the other Tasks' pods yet.
+    """
+    tasks = tasks_of(api, job)
+    for short, want in replicas.items():
+        task = tasks.get("%s-%s" % (job, short))
+        if task is None or phase_of(task) != "Running":
+            return None
+        if len([p for p in pod_crs(api, task["metadata"]["name"]) if phase_of(p) == "Running"]) != want:
+            return None
+    return tasks
+
+
+def wait_placed(api, job, replicas, timeout=30):
+    return wait_for(lambda: placed(api, job, replicas), timeout=timeout, what="pods of %s placed %r" % (job, replicas))
+
+
 def merge_patch_job(api, name, body):
     return api.patch_cluster_custom_object(GROUP, VERSION, "jobs", name, body)
 
@@ -276,7 +296,7 @@ def test_stop_then_pod_crs_gone_after_grace(sandbox, api, jobs):
         ],
     )
     wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
-    assert len(pod_crs(api, name + "-rollout")) == 2
+    wait_placed(api, name, {"actor": 1, "rollout": 2})
     merge_patch_job(api, name, {"spec": {"stopped": True}})
     stopped_at = time.time()
     wait_for(lambda: job_phase(api, name) == "Stopped", timeout=10, interval=0.05, what="job Stopped")
@@ -292,6 +312,7 @@ def test_stop_then_pod_crs_gone_after_grace(sandbox, api, jobs):
     # Start again: Stopped -> Pending -> Running, new Pod CRs.
     merge_patch_job(api, name, {"spec": {"stopped": False}})
     wait_for(lambda: job_phase(api, name) == "Running", timeout=20, what="job Running again")
+    wait_placed(api, name, {"actor": 1, "rollout": 2})
     assert len(pod_crs(api, name + "-rollout")) == 2
 
 
@@ -374,6 +395,9 @@ def test_renamed_template_gets_its_task_then_freezes_the_job_like_rlarks_nil_sta
     merge_patch_job(api, name, {"spec": {"tasks": [dict(actor, name="learner")]}})
     # RLark creates the new Task first, then dereferences the missing status entry
     wait_for(lambda: name + "-learner" in tasks_of(api, name), what="the renamed Task")
+    # ... but only once that Task has a phase: a stop before the agent's first status write of it is processed
+    # in full (test_sim_fidelity: the pre-status stop window)
+    wait_for(lambda: phase_of(tasks_of(api, name)[name + "-learner"]), what="the renamed Task's first status")
     merge_patch_job(api, name, {"spec": {"stopped": True}})
     wait_for(
         lambda: tasks_of(api, name)[name + "-learner"]["spec"]["kubernetes"]["workload"]["replicas"] == 0,
@@ -393,6 +417,7 @@ def test_deployment_short_of_replicas_turns_a_running_job_failed(sandbox, api, a
     rollout = with_kind(template("rollout", {"kubernetes.io/hostname": "a100-02,a100-03"}, replicas=2), "Deployment")
     name = jobs("deploy", [actor, rollout])
     wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
+    wait_placed(api, name, {"actor": 1, "rollout": 2})
     assert apps.read_namespaced_deployment(name + "-rollout", "rlark-system").spec.replicas == 2
     rollout["kubernetes"]["workload"]["replicas"] = 3  # two eligible nodes only
     merge_patch_job(api, name, {"spec": {"tasks": [actor, rollout]}})
@@ -413,7 +438,6 @@ def test_daemonset_ignores_stop(sandbox, api, apps, jobs):
     env = with_kind(template("env", {"rlinf.io/pool": "rollout"}), "DaemonSet")
     name = jobs("dset", [template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True), env])
     wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
-    pods = pod_crs(api, name + "-env")
     nodes = api.list_namespaced_custom_object(
         GROUP, VERSION, "rlark-a100", "nodes", label_selector="rlinf.io/pool=rollout"
     )
@@ -422,6 +446,8 @@ def test_daemonset_ignores_stop(sandbox, api, apps, jobs):
         for n in nodes["items"]
         if n["status"].get("phase") == "Online" and not n.get("spec", {}).get("unschedulable")
     )
+    wait_placed(api, name, {"actor": 1, "env": len(eligible)})
+    pods = pod_crs(api, name + "-env")
     assert sorted(p["status"]["node"] for p in pods) == eligible
     assert apps.read_namespaced_daemon_set(name + "-env", "rlark-system")
     merge_patch_job(api, name, {"spec": {"stopped": True}})
@@ -601,6 +627,7 @@ def test_killing_and_restarting_sim_keeps_the_same_objects(sandbox, api, apps, j
     )
     names = [name + "-actor", name + "-rollout"]
     wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
+    wait_placed(api, name, {"actor": 1, "rollout": 2})
     wait_log(sandbox, name, "Global Step: 1/")
     before = snapshot(api, apps, name, names)
     assert sum(len(v) for v in before[1].values()) == 3

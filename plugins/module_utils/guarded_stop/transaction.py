@@ -156,17 +156,39 @@ class GuardedStop:
         problem = wal.records_problem(self.records["dir"], self.expected_log_bytes, self.check_mode)
         if problem:
             return self.refused(problem["message"], [problem])
-        verdict = self.judge_checkpoint()
-        if not verdict["ok"]:
-            return self.refused(verdict["reason"], self.gate_result.get("findings"))
-        if self.check_mode:
-            return self._would_stop()
+        if self.check_mode:  # reads the gate only: no log export, nothing written
+            verdict = self.judge_checkpoint()
+            return (
+                self._would_stop()
+                if verdict["ok"]
+                else self.refused(verdict["reason"], self.gate_result.get("findings"))
+            )
         os.makedirs(self.records["dir"], exist_ok=True)
         export_dir = tempfile.mkdtemp(prefix=".rlark-stop-%s-" % self.name, dir=self.records["dir"])
         try:
-            return self._stop(LogTail(self.read_logs(export_dir), export_dir))
+            # The logs are read in full before the gate, so that after its verdict only what was written since
+            # is read (files source): the time from the verdict to the patch does not grow with the log.
+            tail = LogTail(self.read_logs(export_dir), export_dir, incremental=True)
+            refusal = self._read_logs(tail)
+            if refusal:
+                return refusal
+            verdict = self.judge_checkpoint()
+            if not verdict["ok"]:
+                return self.refused(verdict["reason"], self.gate_result.get("findings"))
+            return self._stop(tail)
         finally:
             shutil.rmtree(export_dir, ignore_errors=True)  # published logs are hard links: they stay
+
+    def _read_logs(self, tail):
+        """Read the logs (strict: logs that cannot be read refuse the stop, nothing half-done); a refusal or None."""
+        try:
+            tail.poll(strict=True)
+        except LogSourceError as exc:
+            return self.refused("Cannot read the logs of Job %s: %s" % (self.name, exc))
+        except OSError as exc:
+            found = self._records_finding(exc)
+            return self.refused(found["message"], [found])
+        return None
 
     def _would_stop(self):
         if self.policy.when == "next_checkpoint":
@@ -179,13 +201,9 @@ class GuardedStop:
         return self._outcome("would stop", reason)
 
     def _stop(self, tail):
-        try:
-            tail.poll(strict=True)  # logs that cannot be read refuse the stop: nothing half-done
-        except LogSourceError as exc:
-            return self.refused("Cannot read the logs of Job %s: %s" % (self.name, exc))
-        except OSError as exc:
-            found = self._records_finding(exc)
-            return self.refused(found["message"], [found])
+        refusal = self._read_logs(tail)
+        if refusal:
+            return refusal
         truncated = tail.truncated()
         self.stop.update(export_summary({}, tail, self.head_pod, self.policy.accept_truncated_logs))
         self.stop.pop("head_log", None)

@@ -41,3 +41,12 @@ def test_missing_controller_manager_binary_fails_with_one_sentence(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "RLARK_CONTROLLER_MANAGER=" in lines[0] and lines[0].endswith("."), proc.stderr
     assert not (tmp_path / "state").exists()  # nothing was started or written
+
+
+def test_rlarks_controller_manager_gets_the_upstream_crds_unless_asked_otherwise(capsys):
+    assert sandboxctl.crds_with_controller_manager(None, "/opt/rlark/cm") == "upstream"
+    assert sandboxctl.crds_with_controller_manager("upstream", "/opt/rlark/cm") == "upstream"
+    assert sandboxctl.crds_with_controller_manager(None, None) is None  # later: the running set, or project
+    assert capsys.readouterr().out == ""
+    assert sandboxctl.crds_with_controller_manager("project", "/opt/rlark/cm") == "project"
+    assert "DomainPeer" in capsys.readouterr().out

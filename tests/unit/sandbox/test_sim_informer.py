@@ -41,8 +41,8 @@ class CrashingApi:
 
     def list(self, _path, params=None):
         answer = self.lists.pop(0) if len(self.lists) > 1 else self.lists[0]
-        if isinstance(answer, Exception):
-            raise answer
+        if isinstance(answer, requests.ConnectionError):
+            raise requests.ConnectionError(*answer.args)
         return answer
 
     def watch_lines(self, _path, params, _timeout):

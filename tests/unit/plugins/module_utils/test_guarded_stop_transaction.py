@@ -68,11 +68,12 @@ def pods_go_after(api, polls):
     api.hooks.append(hook)
 
 
-def make_stop(api, records, run_id=RUN, gate_result=COMPLETE, log="Global Step: 40\n", check_mode=False, **options):
+def make_stop(api, records, run_id=RUN, gate_result=None, log="Global Step: 40\n", check_mode=False, **options):
     clock = FakeClock()
     client = make_client(api, clock=clock, timeout=3600)
     asked = []
 
+    gate_result = COMPLETE if gate_result is None else gate_result
     results = list(gate_result) if isinstance(gate_result, list) else [gate_result]
 
     def gate(wait):
@@ -80,7 +81,7 @@ def make_stop(api, records, run_id=RUN, gate_result=COMPLETE, log="Global Step: 
         return dict(results[min(len(asked), len(results)) - 1], judged_at=1.0)
 
     def read_logs(export_dir):
-        return lambda: {HEAD: log}
+        return lambda since=None: {HEAD: log}
 
     stop = GuardedStop(
         client, resource(api), run_id, StopPolicy(**options.pop("policy", {})), gate, read_logs,

@@ -241,6 +241,34 @@ def test_job_state_separates_submitted_and_running():
     assert not missing["submitted"] and missing["findings"][0]["id"] == "verify-job-missing"
 
 
+def test_job_state_is_not_running_while_a_task_has_fewer_pods_than_replicas():
+    """RLark's Job reads Running as soon as one Task is; the verdict counts every Task's Pod CRs (issue 31)."""
+    j = job(SCRIPT, HOST_MOUNT, HOST_VOL)
+    j["status"] = {"phase": "Running", "tasks": [{"name": "actor", "phase": "Running"}, {"name": "rollout"}]}
+    actor = {"metadata": {"name": "demo-actor", "namespace": "rlark-a100"}, "status": {"phase": "Running"}}
+    rollout = {"metadata": {"name": "demo-rollout", "namespace": "rlark-a100"}}  # the agent has not reached it
+    pods = [pod("demo-actor", "demo-actor-0", "a100-01")]
+    st = verify.job_state({"job": j, "tasks": [actor, rollout], "pods": pods})
+    assert not st["running"] and st["submitted"]
+    assert st["observed"]["rollout"] == {
+        "namespace": "rlark-a100",
+        "phase": None,
+        "replicas": 2,
+        "pods": 0,
+        "pod_phases": [],
+        "nodes": [],
+    }
+    assert [f["message"] for f in st["findings"] if f["id"] == "verify-pod-count"] == [
+        "Task demo-rollout has 0 Pod CR(s), expected 2."
+    ]
+    # a Task phase that still reads Running (written before a pod went) does not make up for a missing pod
+    rollout["status"] = {"phase": "Running"}
+    pods.append(pod("demo-rollout", "demo-rollout-0", "a100-02"))
+    assert not verify.job_state({"job": j, "tasks": [actor, rollout], "pods": pods})["running"]
+    pods.append(pod("demo-rollout", "demo-rollout-1", "a100-03"))
+    assert verify.job_state({"job": j, "tasks": [actor, rollout], "pods": pods})["running"]
+
+
 # ---------------------------------------------------------------- gate view, stop record, summary
 def test_gate_summary_requires_the_newest_step_complete():
     partial = {
