@@ -18,7 +18,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLL_ROOT)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
-        lint ruff ansible-lint sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
+        lint ruff ansible-lint galaxy-import docs docs-check java sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
         test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee torch-dcp-fixtures clean \
         mutation mutation-quick mutation-report
 
@@ -32,6 +32,7 @@ help:
 	@echo "make bench           performance figures (bench/), gathered in bench/results/figures.md"
 	@echo "make test-under-load make test with two CPU-burning processes beside it"
 	@echo "make demo-stop       delete the Jobs demo/molecule/bench runs left (frees the sandbox's GPUs)"
+	@echo "make docs            the collection's HTML docsite (antsibull-docs) in .build/docsite/build/html"
 	@echo "make ee              collection tarball + execution-environment build context (ansible-builder)"
 	@echo "make mutation        mutation testing of the safety core (MODULE=plugins/module_utils/x.py for one; slow)"
 	@echo "make mutation-quick  mutation testing of the safety-core lines changed since BASE (default main)"
@@ -73,7 +74,23 @@ ansible-lint: venv collection
 	@echo ">> ansible-lint (production profile)"
 	@$(BIN)/ansible-lint --offline
 
-lint: ruff ansible-lint
+# Galaxy's own importer on the built tarball (no error; warnings only as listed in .ci/galaxy-importer-allowed.txt).
+galaxy-import: venv
+	@echo ">> galaxy-importer on the collection tarball"
+	@$(PY) hack/galaxy_import.py
+
+# The HTML docsite (antsibull-docs + Sphinx, no warning): .build/docsite/build/html/index.html.
+docs: venv collection
+	@echo ">> docsite (antsibull-docs, Sphinx)"
+	@$(PY) hack/build_docsite.py
+
+# In the lint stage: the docsite is built (tests/docsite/conftest.py) and every module, filter, lookup, role
+# entry point and event source must have its page; antsibull-changelog lints and releases the fragments.
+docs-check: venv collection
+	@echo ">> docsite and changelog (antsibull-docs, antsibull-changelog)"
+	$(call run_pytest,docs-check,tests/docsite -q)
+
+lint: ruff ansible-lint galaxy-import docs-check
 
 # ansible-test only runs inside a real ansible_collections/<ns>/<name> tree: copy the tracked files.
 ANSIBLE_TEST_CACHE := $(HOME)/.ansible/test/cache
@@ -125,7 +142,17 @@ IT_STATE := $(CURDIR)/.sandbox/it
 # tests of rlark-sim's own options are then deselected by their marker (pytest reports them as deselected).
 IT_MARKS := $(if $(RLARK_CONTROLLER_MANAGER),-m "not sim_only")
 
-integration: venv collection sandbox-build
+# ansible-rulebook (tests/integration/test_eda_rulebook.py) runs its Drools engine in a JVM: Java 17+ must be
+# there. Found on PATH or JAVA_HOME; else installed with apt-get when this runs as root; else a clear failure.
+java:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -n "$$v" ] && [ "$$v" -ge 17 ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo ">> installing Java 17 for ansible-rulebook (openjdk-17-jre-headless)"; \
+	  apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null || exit 1; \
+	else echo "make: ansible-rulebook needs Java 17+: install a JDK/JRE 17 (openjdk-17-jre-headless) or put it on PATH" >&2; exit 1; fi
+
+integration: venv collection sandbox-build java
 	@echo ">> integration tests: 3 groups in parallel on their own sandboxes (each group prints when done)"
 	@$(MAKE) --no-print-directory -j3 -O it-playbooks it-api it-upstream
 

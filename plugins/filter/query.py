@@ -40,7 +40,8 @@ requirements:
 EXAMPLES = r"""
 - name: Names of the Running Jobs of an rlark.ops.rlark_job_info result
   ansible.builtin.debug:
-    msg: "{{ info.resources | rlark.ops.query(\"[?job.status.phase=='Running'].job.metadata.name\") }}"
+    msg: >-
+      {{ info.resources | rlark.ops.query("[?job.status.phase=='Running'].job.metadata.name") }}
 
 - name: Every Pod CR of the first Job is Running
   ansible.builtin.assert:

@@ -55,7 +55,7 @@ options:
     elements: str
     default: []
   log_source:
-    description: Where the logs come from, as for the M(rlark.ops.job_logs) lookup.
+    description: Where the logs come from, as for the P(rlark.ops.job_logs#lookup) lookup.
     type: str
     default: files
     choices: [files, kubeconfig, gateway]

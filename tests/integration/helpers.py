@@ -150,3 +150,16 @@ def run_ansible_module(module, args, check=False, diff=False, env=None, kubeconf
     if not results:
         raise AssertionError("no module result from ansible-playbook: %r" % run)
     return results[-1][1]
+
+
+def install_collection_tarball(base):
+    """Build the collection tarball and install it (``ansible-galaxy collection install``) into
+    ``<base>/collections``, as a user of the released collection has it; returns that collections path."""
+    galaxy = os.path.join(VENV_BIN, "ansible-galaxy")
+    dist, collections = os.path.join(base, "dist"), os.path.join(base, "collections")
+    subprocess.run([galaxy, "collection", "build", "--output-path", dist, ROOT], check=True, capture_output=True)
+    (tarball,) = [os.path.join(dist, n) for n in os.listdir(dist) if n.endswith(".tar.gz")]
+    install = [galaxy, "collection", "install", "--offline", "--no-deps", "-p", collections, tarball]
+    subprocess.run(install, check=True, capture_output=True, env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=""))
+    assert os.path.isfile(os.path.join(collections, "ansible_collections", "rlark", "ops", "MANIFEST.json"))
+    return collections

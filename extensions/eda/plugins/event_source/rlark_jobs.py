@@ -72,10 +72,19 @@ options:
         C(rlark_object_storage)) for checkpoints on object-storage claims. Credentials come from the usual
         C(AWS_*) variables.
     type: dict
+  inventory:
+    description:
+      - The inventory with the hosts of the RLark Nodes (C(rlark_node_name), C(rlark_node_cluster),
+        C(rlark_node_root), as for the playbooks), usually the one given to C(ansible-rulebook -i).
+      - A hostPath checkpoint is gated where it lives, by running C(rlark.ops.rlark_ckpt_gate) on its Node's host
+        (ansible-runner), so no path has to be visible to the rulebook host.
+      - Without it and without O(host_path_template) hostPath checkpoints are not gated, and the source logs
+        once per Job which of the two to set.
+    type: str
   host_path_template:
     description:
-      - Where a node's hostPath checkpoints are visible to the rulebook host, with C({node}) and C({host_path})
-        placeholders, for example V(/mnt/nodes/{node}{host_path}). Without it hostPath checkpoints are not gated.
+      - Instead of O(inventory) where a node's hostPath checkpoints are visible to the rulebook host, with C({node})
+        and C({host_path}) placeholders, for example V(/mnt/nodes/{node}{host_path}).
     type: str
   gate_options:
     description: Checkpoint gate options (C(runner), C(backend), world sizes, C(quiet_seconds)).
@@ -90,6 +99,7 @@ EXAMPLES = r"""
         kubeconfig: ~/.kube/rlark
         label_selector: team=rl
         checkpoints: true
+        inventory: /etc/ansible/rlark-inventory.yml
         object_storage:
           rlark-s3: {bucket: checkpoints, endpoint_url: "https://s3.example.com"}
   rules:
@@ -108,11 +118,11 @@ import os
 import sys
 
 try:
-    from ansible_collections.rlark.ops.plugins.module_utils import job_events
+    from ansible_collections.rlark.ops.plugins.module_utils import job_events, node_gate
     from ansible_collections.rlark.ops.plugins.module_utils.kube import AUTH_OPTIONS, KubeError, client_from_params
 except ImportError:  # ansible-rulebook loads the file by path: import the collection it sits in
     sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), *([os.pardir] * 7))))
-    from ansible_collections.rlark.ops.plugins.module_utils import job_events
+    from ansible_collections.rlark.ops.plugins.module_utils import job_events, node_gate
     from ansible_collections.rlark.ops.plugins.module_utils.kube import AUTH_OPTIONS, KubeError, client_from_params
 
 LOG = logging.getLogger("rlark.ops.rlark_jobs")
@@ -125,6 +135,7 @@ OPTIONS = {
     "checkpoint_interval": ((int, float), 60),
     "checkpoint_root": (str, None),
     "object_storage": (dict, None),
+    "inventory": (str, None),
     "host_path_template": (str, None),
     "gate_options": (dict, None),
 }
@@ -146,6 +157,7 @@ def parse_args(args):
             what = getattr(kind, "__name__", "number")
             raise ValueError("rlark.ops.rlark_jobs: %s must be a %s, not %r" % (name, what, value))
         out[name] = value
+    out["inventory"] = out["inventory"] or None  # "" from a rulebook variable left empty
     if out["checkpoint_interval"] <= 0 or out["watch_seconds"] <= 0:
         raise ValueError("rlark.ops.rlark_jobs: checkpoint_interval and watch_seconds must be positive")
     auth = {k: args.get(k) for k in AUTH_OPTIONS if args.get(k) is not None}
@@ -212,6 +224,7 @@ async def main(queue, args):
             checkpoint_root=options["checkpoint_root"],
             object_storage=options["object_storage"],
             host_path_template=options["host_path_template"],
+            node_gate=node_gate.NodeGate(options["inventory"], log=LOG.info) if options["inventory"] else None,
             log=LOG.info,
         )
         tasks.append(asyncio.ensure_future(_poll_checkpoints(queue, poller, watcher, options["checkpoint_interval"])))
