@@ -78,7 +78,10 @@ def test_guarded_stop_gateway_export_is_truncated_and_refused_then_kubeconfig_ex
     assert stopping_errors(refused) == [("log-export-truncated", "error")], findings(refused)
     stop = task_result(refused, "Check, record and stop the Job (one transaction)")["stop"]
     (gateway_export,) = [e for e in stop["log_exports"] if e["pod"] == head]
-    assert (gateway_export["lines"], gateway_export["truncated"], gateway_export["source"]) == (1000, True, "gateway")
+    # Two windows of 1000 lines (read before the gate and after its verdict), merged on their overlap; a trainer
+    # that wrote more than a window in between leaves a gap line between them.
+    assert (gateway_export["truncated"], gateway_export["source"]) == (True, "gateway"), gateway_export
+    assert 1000 <= gateway_export["lines"] <= 2001, gateway_export
     assert not stopped(w.sandbox, w.name), "a truncated export must not stop the Job"
 
     run = w.play("guarded_stop.yml", kubeconfig=w.sandbox.kubeconfig_operator, extra=dict(kube_source(w.sandbox),
