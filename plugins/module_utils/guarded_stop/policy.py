@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_summary import summarize
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import satisfied
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import not_ready_reason
 from ansible_collections.rlark.ops.plugins.module_utils.verify import log_report
 
 WHEN = ("now", "next_checkpoint")
@@ -60,16 +60,13 @@ class StopPolicy:
 
 
 def gate_verdict(result, wait):
-    """``(ok, reason)`` of a gate result for the wait it answered (``newer_than``, ``newest_complete``)."""
-    newer_than = int(wait.get("newer_than", -1))
-    newest_complete = bool(wait.get("newest_complete", True))
-    if (result or {}).get("failed") and "complete" not in (result or {}):
-        return False, (result or {}).get("msg") or "the checkpoint gate failed"
-    done, _state = satisfied(result or {}, newer_than, newest_complete)
-    if done:
-        return True, ""
-    prefix = (result.get("wait_msg", "") + " ") if (result or {}).get("timed_out") else ""
-    return False, prefix + (summarize(result)["reason"] or "the newest checkpoint is not complete")
+    """``(ok, reason)`` of a gate result for the wait it answered (``newer_than``, ``newest_complete``); the
+    reason is the gate wait's own (``waiting.not_ready_reason``)."""
+    result = result or {}
+    if result.get("failed") and "complete" not in result:
+        return False, result.get("msg") or "the checkpoint gate failed"
+    reason = not_ready_reason(result, int(wait.get("newer_than", -1)), bool(wait.get("newest_complete", True)))
+    return not reason, reason
 
 
 def markers_reason(markers, head_log, live=None):
@@ -82,14 +79,10 @@ def markers_reason(markers, head_log, live=None):
     return "Not finished yet: " + "; ".join(list(report["missing"]) + list(report["errors"]))
 
 
-def judge(result, wait, head_log=None, policy=None, live=None):
-    """The verdict ``{ok, reason, step, checkpoint}`` on a gate result and (when given) the head log read
-    right before the patch; ``head_log=None`` judges the checkpoint alone (check mode at the next checkpoint)."""
+def judge(result, wait):
+    """The verdict ``{ok, reason, step, checkpoint, gate}`` on a gate result for the wait it answered."""
     ok, reason = gate_verdict(result, wait)
     view = summarize(result or {})
-    if ok and head_log is not None and policy is not None:
-        reason = markers_reason(policy.done_markers, head_log, live)
-        ok = not reason
     return {"ok": ok, "reason": reason, "step": view.get("step"), "checkpoint": view.get("checkpoint"), "gate": view}
 
 
