@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils import jobspec
-from ansible_collections.rlark.ops.plugins.module_utils.findings import finding, has_errors
+from ansible_collections.rlark.ops.plugins.module_utils.findings import Refused, finding, has_errors
 from ansible_collections.rlark.ops.plugins.module_utils.job_diff import (
     normalised_spec,
     spec_merge_patch,
@@ -36,14 +36,6 @@ POD_TASK_LABEL = "rlark.io/task-name"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 MAX_CONFLICT_RETRIES = 5
 POD_SELECTOR_CHUNK = 50
-
-
-class Refused(Exception):
-    """The action is unsafe or pointless; ``findings`` says why."""
-
-    def __init__(self, message, findings):
-        super().__init__(message)
-        self.findings = findings
 
 
 def job_path(name):

@@ -377,52 +377,8 @@ steps:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import GATE_OPTIONS, argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
-from ansible_collections.rlark.ops.plugins.module_utils.s3_options import S3_ARG_SPEC
-
-GATE_OPTIONS = (
-    "runner",
-    "backend",
-    "actor_world_size",
-    "tensor_parallel",
-    "pipeline_parallel",
-    "expert_parallel",
-    "critic",
-    "full_weights",
-    "step",
-    "quiet_seconds",
-    "verify_payloads",
-    "full_report",
-)
-
-
-def argument_spec():
-    return dict(
-        path=dict(type="path"),
-        s3=dict(type="dict", options=S3_ARG_SPEC),
-        runner=dict(type="str", default=layouts.AUTO, choices=[layouts.AUTO, *layouts.RUNNERS]),
-        backend=dict(type="str", default=layouts.AUTO, choices=[layouts.AUTO, *layouts.BACKENDS]),
-        actor_world_size=dict(type="int"),
-        tensor_parallel=dict(type="int"),
-        pipeline_parallel=dict(type="int"),
-        expert_parallel=dict(type="int"),
-        critic=dict(type="bool"),
-        full_weights=dict(type="bool", default=True),
-        step=dict(type="str", default="latest"),
-        quiet_seconds=dict(type="int", default=120),
-        verify_payloads=dict(type="bool", default=True),
-        full_report=dict(type="bool", default=False),
-        integrity=dict(type="str", default="off", choices=["off", "write", "verify"]),
-        integrity_path=dict(type="path"),
-        integrity_store=dict(type="str", default="file", choices=["file", "result"]),
-        integrity_manifest=dict(type="dict"),
-        hash_workers=dict(type="int"),
-        fail_when_incomplete=dict(type="bool", default=True),
-        wait_timeout=dict(type="int", default=0),
-        wait_interval=dict(type="float", default=5.0),
-        after_step=dict(type="int"),
-        newest_complete=dict(type="bool", default=True),
-    )
 
 
 def open_source(module):
@@ -434,9 +390,6 @@ def open_source(module):
         except ImportError as exc:
             module.fail_json(msg=missing_required_lib("boto3"), exception=str(exc))
     return source_from_params(module.params)
-
-
-WAIT_OPTIONS = ("wait_timeout", "wait_interval", "after_step", "newest_complete")
 
 
 def judge(module, source, options):

@@ -16,10 +16,10 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import GATE_OPTIONS, WAIT_OPTIONS
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import argument_spec as gate_spec
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import wait_for_gate
-from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS, WAIT_OPTIONS
-from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import argument_spec as gate_spec
 
 WAIT_SPEC = dict(
     newer_than=dict(type="int", default=-1),
