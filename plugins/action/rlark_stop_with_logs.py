@@ -18,7 +18,12 @@ import tempfile
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, export_logs, head_pod_name
+from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
+    LOG_SOURCE_SPEC,
+    LogSourceError,
+    export_logs,
+    head_pod_name,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
@@ -34,11 +39,7 @@ SPEC = dict(
     name=dict(type="str", required=True),
     head_task=dict(type="str", required=True),
     pods=dict(type="list", elements="str", default=[]),
-    log_source=dict(type="str", default="files", choices=["files", "kubeconfig", "gateway"]),
-    logs_dir=dict(type="str"),
-    gateway_url=dict(type="str"),
-    data_plane_kubeconfig=dict(type="str"),
-    data_plane_kubeconfigs=dict(type="dict", default={}),
+    **LOG_SOURCE_SPEC,
     clusters=dict(type="dict", default={}),
     accept_truncated_logs=dict(type="bool", default=False),
     export_dir=dict(type="path"),

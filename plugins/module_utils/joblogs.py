@@ -38,6 +38,14 @@ except ImportError:  # pragma: no cover
     quote = None
 
 SOURCES = ("files", "kubeconfig", "gateway")
+# The options of every task that reads a Job's logs; documented once (doc_fragments/log_source.py).
+LOG_SOURCE_SPEC = dict(
+    log_source=dict(type="str", default="files", choices=list(SOURCES)),
+    logs_dir=dict(type="str"),
+    gateway_url=dict(type="str"),
+    data_plane_kubeconfig=dict(type="str"),
+    data_plane_kubeconfigs=dict(type="dict", default={}),
+)
 DATA_PLANE_NAMESPACE = "rlark-system"
 # RLark's gateway asks the kubelet for tailLines=1000 (rlark-platform.md, Logs).
 GATEWAY_TAIL_LINES = 1000
@@ -408,7 +416,7 @@ def export_logs(source, job_name, dest_dir, pod_names=None, logs_dir=None, gatew
             namespace=kube.get("namespace"),
             timeout=kube.get("timeout"),
         )
-    raise LogSourceError("unknown log source %r (use one of %s)" % (source, ", ".join(SOURCES)))
+    raise LogSourceError("unknown log source %r: set rlark_log_source to one of %s" % (source, ", ".join(SOURCES)))
 
 
 def read_logs(source, job_name, pod_names=None, **options):
@@ -452,6 +460,7 @@ def wait_for_logs(read, pod, until, timeout, interval=1.0, clock=time.monotonic,
 __all__ = [
     "CONTAINER_START",
     "GATEWAY_TAIL_LINES",
+    "LOG_SOURCE_SPEC",
     "SOURCES",
     "Export",
     "LogSourceError",

@@ -29,6 +29,7 @@ author:
   - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.auth
+  - rlark.ops.log_source
 attributes:
   check_mode:
     support: full
@@ -54,29 +55,6 @@ options:
     type: list
     elements: str
     default: []
-  log_source:
-    description: Where the logs come from, as for the P(rlark.ops.job_logs#lookup) lookup.
-    type: str
-    default: files
-    choices: [files, kubeconfig, gateway]
-  logs_dir:
-    description: Directory holding C(<job>/<pod>.log) for O(log_source=files).
-    type: str
-  gateway_url:
-    description: Base URL of the RLark gateway for O(log_source=gateway).
-    type: str
-  data_plane_kubeconfig:
-    description:
-      - Kubeconfig of the data-plane cluster for O(log_source=kubeconfig); with O(data_plane_kubeconfigs), the one for
-        clusters not listed there.
-    type: str
-  data_plane_kubeconfigs:
-    description:
-      - Data-plane cluster ID (the Task's namespace without C(rlark-)) to its kubeconfig path, for
-        O(log_source=kubeconfig); each pod is read from the cluster its Task runs in (O(clusters)).
-      - A pod whose cluster is in neither this nor O(data_plane_kubeconfig) fails the read, naming the cluster.
-    type: dict
-    default: {}
   clusters:
     description:
       - Pod or Task object name to the data-plane cluster ID it runs in (the P(rlark.ops.log_clusters#filter) filter
