@@ -66,10 +66,7 @@ NOT_OK = ("refused", "failed", "stopped-unconfirmed")
 
 def log_reader(p, name, resource):
     """``read_logs(export_dir) -> read()`` for LogTail, and the expected size of the logs in bytes."""
-    pods = sorted(
-        ((pod.get("metadata") or {}).get("labels") or {}).get("rlark.io/local-pod-name") or ""
-        for pod in resource.get("pods") or []
-    )
+    pods = sorted(jobspec.pod_local_name(pod) or "" for pod in resource.get("pods") or [])
     pods = [pod for pod in pods if pod]
     head = head_pod_name(name, jobspec.head_task(resource.get("job") or {}).get("name") or "")
 

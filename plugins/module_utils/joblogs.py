@@ -22,6 +22,7 @@ import re
 import tempfile
 import time
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_VERSION
 from ansible_collections.rlark.ops.plugins.module_utils.kube import (
     Client,
@@ -313,7 +314,7 @@ def clusters_of(resource):
     for pod in (resource or {}).get("pods") or []:
         meta = pod.get("metadata") or {}
         namespace = meta.get("namespace") or ""
-        local = (meta.get("labels") or {}).get("rlark.io/local-pod-name")
+        local = jobspec.pod_local_name(pod)
         if namespace.startswith("rlark-") and local:
             out[local] = namespace[len("rlark-") :]
     return out
@@ -351,7 +352,7 @@ def export_pod_log(client, pod, namespace, dest_dir, cluster=None):
     export = Export(pod, "kubeconfig", _export_path(dest_dir, pod), cluster=cluster)
     sink = LineSink(export, kubelet_stamps=True)
     try:
-        client.request("GET", path, [("container", "main"), ("timestamps", "true")], sink=sink)
+        client.request("GET", path, [("container", jobspec.MAIN_CONTAINER), ("timestamps", "true")], sink=sink)
     except KubeError as exc:
         sink.close()
         os.unlink(export.path)
