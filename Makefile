@@ -152,21 +152,24 @@ java:
 	  apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null || exit 1; \
 	else echo "make: ansible-rulebook needs Java 17+: install a JDK/JRE 17 (openjdk-17-jre-headless) or put it on PATH" >&2; exit 1; fi
 
+# Each group also writes where its time went (tests/integration/suite_profile.py); hack/suite_profile.py renders it.
+PROFILE_DIR := $(BUILD)/suite-profile
 integration: venv collection sandbox-build java
 	@echo ">> integration tests: 3 groups in parallel on their own sandboxes (each group prints when done)"
+	@rm -rf $(PROFILE_DIR) && mkdir -p $(PROFILE_DIR)
 	@$(MAKE) --no-print-directory -j3 -O it-playbooks it-api it-upstream
 
 it-playbooks:
 	@echo ">> integration: playbooks and checkpoint gate (project CRDs)"
-	$(call run_pytest,it-playbooks,$(IT_PLAYBOOKS) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-playbooks)
+	$(call run_pytest,it-playbooks,$(IT_PLAYBOOKS) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-playbooks RLARK_SUITE_PROFILE=$(CURDIR)/$(PROFILE_DIR)/it-playbooks.jsonl)
 
 it-api:
 	@echo ">> integration: sandbox, rlark-sim, modules, rendering (project CRDs)"
-	$(call run_pytest,it-api,$(IT_API) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-api)
+	$(call run_pytest,it-api,$(IT_API) -q $(IT_MARKS),RLARK_SANDBOX_DIR=$(IT_STATE)-api RLARK_SUITE_PROFILE=$(CURDIR)/$(PROFILE_DIR)/it-api.jsonl)
 
 it-upstream:
 	@echo ">> integration: CRD-dependent suite with RLark's upstream CRDs"
-	$(call run_pytest,it-upstream,$(IT_UPSTREAM) -q $(IT_MARKS) --sandbox-crds=upstream,RLARK_SANDBOX_DIR=$(IT_STATE)-upstream)
+	$(call run_pytest,it-upstream,$(IT_UPSTREAM) -q $(IT_MARKS) --sandbox-crds=upstream,RLARK_SANDBOX_DIR=$(IT_STATE)-upstream RLARK_SUITE_PROFILE=$(CURDIR)/$(PROFILE_DIR)/it-upstream.jsonl)
 
 # The whole suite against the upstream CRDs, serially (by hand; `make test` runs the CRD-dependent part).
 integration-upstream: venv collection sandbox-build

@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sandbox_faults
 from helpers import ROOT, UPSTREAM_CRDS, UPSTREAM_MISSING, read_env_file
+from suite_profile import pytest_runtest_call, pytest_runtest_logreport  # noqa: F401 (hooks: RLARK_SUITE_PROFILE)
 
 SANDBOXCTL = os.path.join(ROOT, "sandbox", "sandboxctl.py")
 
