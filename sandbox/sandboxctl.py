@@ -29,6 +29,7 @@ sys.path.insert(0, HERE)
 
 from sandboxlib import bootstrap, dataplane, pki, procs  # noqa: E402
 from sandboxlib.services import (  # noqa: E402
+    BACKUP_BUCKET,
     BUCKET,
     Layout,
     admin_api,
@@ -279,6 +280,7 @@ def new_state(lay, args, ident, ports):
         "s3": {
             "endpoint": "http://127.0.0.1:%d" % ports["s3"],
             "bucket": BUCKET,
+            "backup_bucket": BACKUP_BUCKET,
             "access_key": ident["s3_access_key"],
             "secret_key": ident["s3_secret_key"],
         },

@@ -153,7 +153,10 @@ def apply(source, result, spec, manifest=None, check_mode=False, progress=None):
     known = {}
     if spec["make"]:
         lines = []
-        made = make(original, store, step_name, listing, spec["batch_files"], check_mode, progress or lines.append)
+        try:
+            made = make(original, store, step_name, listing, spec["batch_files"], check_mode, progress or lines.append)
+        except GateError as exc:  # what was copied is recorded; the verdict below names what is not there yet
+            made = {"status": "interrupted", "error": str(exc), "copied": 0, "hashes": {}}
         known = made.pop("hashes")
         report["made"] = dict(made, progress=lines) if lines else made
         if check_mode:
