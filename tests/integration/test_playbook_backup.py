@@ -6,6 +6,7 @@ kubernetes client - never with the collection's own readers.
 """
 
 import hashlib
+import json
 import os
 import shutil
 import time
@@ -148,7 +149,9 @@ def test_directory_backup_stale_then_an_interrupted_copy_continues(sandbox, tmp_
         assert_refused(sandbox, w, run, result, "backup-missing", blocked, first_only=True)
         assert "run again to continue" in result["gate"]["backup"]["made"]["error"], result["gate"]["backup"]
         assert os.path.isdir(os.path.join(bdir, STEP, blocked)), "the collection removed what is not its own"
-        done = [n for n in names[: len(names) // 2]]
+        with open(os.path.join(bdir, "rlark-backup", STEP + ".json")) as fh:
+            done = sorted(json.load(fh)["files"])  # the progress manifest: what the interrupted run finished
+        assert set(names[: len(names) // 2]) <= set(done) and blocked not in done, done
         before = {n: os.stat(os.path.join(bdir, STEP, n)) for n in done}
 
         # Removed: the next stop copies only the rest, then stops.

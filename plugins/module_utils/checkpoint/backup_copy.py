@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import time
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
@@ -35,7 +36,81 @@ def already_copied(entry, size, mtime, present):
     return bool(entry) and entry.get("size") == size and entry.get("source_mtime") == mtime and present == size
 
 
-def make(original, store, step_name, listing, batch_files=16, check_mode=False, progress=None):
+def default_workers(store):
+    """Files copied at once: each is read and hashed in its own thread (hashlib and the I/O release the GIL)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class _Batches:
+    """Progress-manifest writes and progress lines, one per batch of finished files."""
+
+    def __init__(self, store, step_name, state, todo, total, skipped, batch_files, progress):
+        self.store, self.step_name, self.state = store, step_name, state
+        self.count, self.total, self.skipped = len(todo), total, skipped
+        self.batch_files, self.progress = batch_files, progress
+        self.done = self.copied_bytes = self.pending = self.pending_bytes = 0
+
+    def finished(self, rel, size, mtime, digest):
+        self.state["files"][rel] = {"size": size, "sha256": digest, "source_mtime": mtime,
+                                    "copied_at": round(time.time(), 3)}  # fmt: skip
+        self.done += 1
+        self.copied_bytes += size
+        self.pending += 1
+        self.pending_bytes += size
+        if self.pending >= self.batch_files or self.pending_bytes >= BATCH_BYTES or self.done == self.count:
+            self.flush()
+
+    def flush(self):
+        self.store.write_progress(self.step_name, self.state)
+        if self.pending and self.progress:
+            self.progress(
+                "backup of %s to %s: %d/%d files, %s of %s copied%s"
+                % (self.step_name, self.store.location(self.step_name), self.done, self.count,
+                   _gib(self.copied_bytes), _gib(self.total),
+                   " (%d already there)" % self.skipped if self.skipped else "")
+            )  # fmt: skip
+        self.pending = self.pending_bytes = 0
+
+
+def _copy_all(original, store, step_name, listing, todo, batches, workers):
+    """Copy ``todo`` with ``workers`` threads, recording each finished file; raise GateError on the first failure
+    once every copy already running has ended (and been recorded when it finished)."""
+    from concurrent.futures import ThreadPoolExecutor  # only when copying: the gate alone stays light
+
+    def copy_one(rel):
+        with original.open(step_name, rel) as fh:
+            return store.put(step_name, rel, fh)
+
+    failure = None
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [(rel, pool.submit(copy_one, rel)) for rel in todo]
+        for rel, future in futures:
+            try:
+                digest, count = future.result()
+            except (OSError, GateError) as exc:
+                if failure is None:
+                    failure = (rel, getattr(exc, "strerror", None) or exc)
+                    for _rel, later in futures:
+                        later.cancel()
+                continue
+            except Exception:  # cancelled after a failure
+                continue
+            size, mtime = listing[rel]
+            if count != size:
+                failure = failure or (rel, "it changed while it was copied (%d bytes read, %d listed)" % (count, size))
+                continue
+            batches.finished(rel, size, mtime, digest)
+    if failure is not None:
+        batches.flush()
+        raise GateError(
+            "backup of %s stopped at %s (%d of %d files copied, %d were already there): %s. What was copied is "
+            "recorded in %s/rlark-backup/%s.json: run again to continue"
+            % (step_name, failure[0], batches.done, batches.count, batches.skipped, failure[1], store.location(),
+               step_name)
+        )  # fmt: skip
+
+
+def make(original, store, step_name, listing, batch_files=16, check_mode=False, progress=None, workers=None):
     """Copy the files of ``listing`` ({rel: (size, mtime)} of the original) that the backup lacks.
 
     Returns ``{status, copied, skipped, bytes_copied, seconds, hashes}``; ``hashes`` is {rel: sha256} of
@@ -61,45 +136,14 @@ def make(original, store, step_name, listing, batch_files=16, check_mode=False, 
     if check_mode:
         report.update(bytes_copied=0, seconds=0.0, hashes={})
         return report
-    total = sum(listing[rel][0] for rel in todo)
-    copied_bytes = pending_bytes = pending = 0
     state["complete"] = False
-    for index, rel in enumerate(todo, 1):
-        size, mtime = listing[rel]
-        try:
-            with original.open(step_name, rel) as fh:
-                digest, count = store.put(step_name, rel, fh)
-        except (OSError, GateError) as exc:
-            store.write_progress(step_name, state)
-            raise GateError(
-                "backup of %s stopped at %s (%d of %d files copied, %d were already there): %s. What was copied is "
-                "recorded in %s/rlark-backup/%s.json: run again to continue"
-                % (step_name, rel, index - 1, len(todo), report["skipped"], getattr(exc, "strerror", None) or exc,
-                   store.location(), step_name)
-            ) from None  # fmt: skip
-        if count != size:
-            store.write_progress(step_name, state)
-            raise GateError(
-                "%s/%s changed while it was copied (%d bytes read, %d listed): the step is being written; do not "
-                "stop the Job now" % (step_name, rel, count, size)
-            )
-        done[rel] = {"size": size, "sha256": digest, "source_mtime": mtime, "copied_at": round(time.time(), 3)}
-        copied_bytes += size
-        pending += 1
-        pending_bytes += size
-        if pending >= batch_files or pending_bytes >= BATCH_BYTES or index == len(todo):
-            store.write_progress(step_name, state)
-            pending = pending_bytes = 0
-            if progress:
-                progress(
-                    "backup of %s to %s: %d/%d files, %s of %s copied%s"
-                    % (step_name, store.location(step_name), index, len(todo), _gib(copied_bytes), _gib(total),
-                       " (%d already there)" % report["skipped"] if report["skipped"] else "")
-                )  # fmt: skip
+    total = sum(listing[rel][0] for rel in todo)
+    batches = _Batches(store, step_name, state, todo, total, report["skipped"], batch_files, progress)
+    _copy_all(original, store, step_name, listing, todo, batches, workers or default_workers(store))
     state.update(complete=True, completed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     store.write_progress(step_name, state)
     report.update(
-        bytes_copied=copied_bytes,
+        bytes_copied=batches.copied_bytes,
         seconds=round(time.time() - start, 3),
         hashes={rel: entry.get("sha256") for rel, entry in done.items() if rel in listing},
     )

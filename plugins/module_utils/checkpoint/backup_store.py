@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import hashlib
 import json
 import os
@@ -162,14 +163,29 @@ class S3Store:
         return self.source.open_file(step_name, rel)
 
     def put(self, step_name, rel, fh):
-        """Stream ``fh`` up (multipart above 8 MiB, 4 parts in flight); ``(sha256, bytes)`` of what was read."""
-        from boto3.s3.transfer import TransferConfig
-
+        """Stream ``fh`` up in CHUNK parts (one part in memory; multipart above CHUNK); ``(sha256, bytes)`` read."""
+        src = self.source
+        where = {"Bucket": src.bucket, "Key": self._key(step_name, rel)}
         reader = HashingReader(fh)
-        config = TransferConfig(multipart_threshold=CHUNK, multipart_chunksize=CHUNK, max_concurrency=4)
-        key = self._key(step_name, rel)
-        self.source._call("upload", self.source.client.upload_fileobj, Fileobj=reader, Bucket=self.source.bucket,
-                          Key=key, Config=config)  # fmt: skip
+        data = reader.read(CHUNK)
+        if len(data) < CHUNK:
+            src._call("PUT", src.client.put_object, Body=data, **where)
+            return reader.digest.hexdigest(), reader.count
+        upload = src._call("upload", src.client.create_multipart_upload, **where)["UploadId"]
+        parts = []
+        try:
+            while data:
+                number = len(parts) + 1
+                answer = src._call("upload", src.client.upload_part, UploadId=upload, PartNumber=number, Body=data,
+                                   **where)  # fmt: skip
+                parts.append({"PartNumber": number, "ETag": answer["ETag"]})
+                data = reader.read(CHUNK)
+            src._call("upload", src.client.complete_multipart_upload, UploadId=upload,
+                      MultipartUpload={"Parts": parts}, **where)  # fmt: skip
+        except BaseException:
+            with contextlib.suppress(Exception):  # our own unfinished upload: its parts go, no object is touched
+                src.client.abort_multipart_upload(UploadId=upload, **where)
+            raise
         return reader.digest.hexdigest(), reader.count
 
     def _progress_key(self, step_name):

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import json
 import os
 import sys
 import time
@@ -136,7 +137,10 @@ def test_an_interrupted_copy_continues_without_copying_finished_files_again(root
     assert "run again to continue" in result["backup"]["made"]["error"]
     assert not result["complete"] and ids(result)[0] == ("backup-missing", "error", blocked)
     assert os.path.isdir(str(bdir / STEP / blocked)), "never removed"
-    before = {n: os.stat(str(bdir / STEP / n)) for n in names[: len(names) // 2]}
+    with open(str(bdir / "rlark-backup" / (STEP + ".json"))) as fh:
+        recorded = sorted(json.load(fh)["files"])
+    assert set(names[: len(names) // 2]) <= set(recorded) and blocked not in recorded
+    before = {n: os.stat(str(bdir / STEP / n)) for n in recorded}
     os.rmdir(str(bdir / STEP / blocked))
     result, _changed = gate(root, {"path": str(bdir), "make": True, "required": True}, "write")
     assert result["complete"] and result["backup"]["made"]["skipped"] == len(before)
