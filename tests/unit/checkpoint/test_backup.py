@@ -172,3 +172,60 @@ def test_bad_options_say_what_to_set():
     with pytest.raises(GateError, match="not both"):
         B.normalize({"path": "/a", "s3": {"bucket": "b"}})
     assert B.normalize({"path": "", "s3": {}}) is None
+
+
+# ------------------------------------------------------------------ staging from the backup (resume)
+
+
+def staged_setup(root, tmp_path):
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import backup_restore as R
+
+    bdir = tmp_path / "backup"
+    result, _changed = gate(root, {"path": str(bdir), "make": True, "required": True}, "write")
+    return R, bdir, result["integrity"]["manifest"], tmp_path / "other-node" / "ckpt"
+
+
+def test_staging_from_the_backup_equals_the_original(root, tmp_path):
+    R, bdir, manifest, dest = staged_setup(root, tmp_path)
+    report = R.stage({"path": str(bdir)}, STEP, str(dest), manifest)
+    assert report["status"] == "staged" and not report["findings"] and report["copied"] == report["files"]
+    assert tree_of(str(dest / STEP)) == tree_of(str(root / STEP))
+    assert sorted(os.listdir(str(dest))) == [STEP]
+    with pytest.raises(GateError, match="exists already"):
+        R.stage({"path": str(bdir)}, STEP, str(dest), manifest)
+
+
+def test_staging_refuses_a_backup_that_differs_from_the_manifest(root, tmp_path):
+    R, bdir, manifest, dest = staged_setup(root, tmp_path)
+    path = str(bdir / STEP / "actor" / "big.bin")
+    with open(path, "r+b") as fh:
+        fh.seek(7)
+        byte = fh.read(1)
+        fh.seek(7)
+        fh.write(bytes([byte[0] ^ 1]))
+    report = R.stage({"path": str(bdir)}, STEP, str(dest), manifest)
+    assert report["status"] == "failed" and not os.path.exists(str(dest / STEP))
+    assert [(f["id"], f["severity"], f["path"]) for f in report["findings"]] == [
+        ("backup-mismatch", "error", "actor/big.bin")
+    ]
+    os.unlink(path)
+    report = R.stage({"path": str(bdir)}, STEP, str(dest), manifest)
+    assert [(f["id"], f["path"]) for f in report["findings"]] == [("backup-missing", "actor/big.bin")]
+
+
+def test_an_interrupted_staging_keeps_what_matches(root, tmp_path):
+    R, bdir, manifest, dest = staged_setup(root, tmp_path)
+    leftover = dest / (R.STAGING + STEP)
+    for rel, (_size, _digest) in list(tree_of(str(root / STEP)).items())[:2]:
+        os.makedirs(os.path.dirname(str(leftover / rel)), exist_ok=True)
+        with open(str(root / STEP / rel), "rb") as a, open(str(leftover / rel), "wb") as b:
+            b.write(a.read())
+    report = R.stage({"path": str(bdir)}, STEP, str(dest), manifest)
+    assert report["status"] == "staged" and report["kept"] == 2 and report["copied"] == report["files"] - 2
+    assert tree_of(str(dest / STEP)) == tree_of(str(root / STEP))
+
+
+def test_staging_needs_the_manifest(root, tmp_path):
+    R, bdir, _manifest, dest = staged_setup(root, tmp_path)
+    with pytest.raises(GateError, match="rlark_checkpoint_integrity_store=record"):
+        R.stage({"path": str(bdir)}, STEP, str(dest), None)
