@@ -12,6 +12,7 @@ import shutil
 import time
 
 import pytest
+import yaml
 from kubernetes import client, config
 from playbook_support import Workload
 from refusals import task_result
@@ -22,6 +23,8 @@ GROUP, VERSION = "rlinf.io", "v1alpha1"
 STOP_TASK = "Check, record and stop the Job (one transaction)"
 LAST_STEP = 6  # runner.max_steps: saves at 3 and 6, then the run stays up and writes nothing more
 STEP = "global_step_%d" % LAST_STEP
+# dual-01 is a hostname in rlark-a100 and (cordoned) in rlark-h100: the GPU product names the A100 one.
+PLACE = {"kubernetes.io/hostname": "dual-01", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
 
 
 def finite(manifest, _profile):
@@ -168,3 +171,77 @@ def test_directory_backup_stale_then_an_interrupted_copy_continues(sandbox, tmp_
     finally:
         w.cleanup()
         shutil.rmtree(bdir, ignore_errors=True)
+
+
+def node_lost(sandbox, node, directory, graveyard):
+    """The node that held a hostPath checkpoint is gone: cordoned (its Node CR unschedulable, so it reads Offline)
+    and the checkpoint directory no longer there (moved aside by the test, to compare it afterwards)."""
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api.patch_namespaced_custom_object(GROUP, VERSION, "rlark-a100", "nodes", node, {"spec": {"unschedulable": True}})
+    shutil.move(directory, graveyard)
+    return lambda: api.patch_namespaced_custom_object(
+        GROUP, VERSION, "rlark-a100", "nodes", node, {"spec": {"unschedulable": False}}
+    )
+
+
+def approving(w, tmp_path, node):
+    """A deployment profile that approves the head (actor) on ``node`` and the hostPath there too."""
+    profile = json.loads(json.dumps(w.profile))
+    actor = next(r for r in profile["roles"] if r["name"] == "actor")
+    actor["selector"] = dict(PLACE)
+    actor["global_matches"] = [{"name": node, "namespace": "rlark-a100"}]
+    profile["host_paths"][0]["nodes"].append(node)
+    path = str(tmp_path / "deployment_profile_resume.yml")
+    with open(path, "w") as fh:
+        yaml.safe_dump(profile, fh, sort_keys=False)
+    return path
+
+
+def test_resume_from_the_backup_after_the_node_is_gone(sandbox, tmp_path):
+    w = Workload(sandbox, tmp_path)  # an endless run: the stop is at whatever step is newest, N
+    bucket = sandbox.s3_backup_bucket
+    target = {"bucket": bucket, "prefix": "%s/checkpoints/" % w.name, "endpoint_url": sandbox.s3_endpoint}
+    new = w.name + "-b"
+    w.created.append(new)
+    graveyard = str(tmp_path / "lost-node-checkpoints")
+    uncordon = None
+    try:
+        assert w.play("migrate.yml").rc == 0
+        w.wait_steps(2)
+        run, result = stop(sandbox, w, rlark_checkpoint_backup_s3=target, rlark_checkpoint_backup_make=True,
+                           rlark_checkpoint_backup_required=True)  # fmt: skip
+        assert run.rc == 0 and result["outcome"]["outcome"] == "stopped", result.get("msg")
+        step = w.records_of("stop")[-1]["data"]["integrity"]["step_dir"]
+        original = files_of(os.path.join(w.checkpoints, step))
+        uncordon = node_lost(sandbox, "a100-01", w.checkpoints, graveyard)
+
+        args = {
+            "rlark_resume_source": w.name,
+            "rlark_resume_step": step,
+            "rlark_resume_name": new,
+            "rlark_resume_from_backup": True,
+            "rlark_resume_node": "dual-01",
+            "rlark_resume_node_selector": PLACE,
+            "rlark_checkpoint_backup_s3": target,
+            "rlark_deployment_profile": approving(w, tmp_path, "dual-01"),
+        }
+        run = w.play("resume.yml", extra=args)
+        assert run.rc == 0, [r.get("msg") for _t, r in run.task_results() if r.get("failed")]
+
+        # The step was staged on dual-01 from the backup, equal to what the original held.
+        staged = os.path.join(sandbox.nodes_dir, "dual-01", "data", "rlinf", "logs", w.name, "checkpoints", step)
+        assert {k: sha(v) for k, v in files_of(staged).items()} == {k: sha(v) for k, v in original.items()}
+        # The new Job ran there and went on from step N+1.
+        verify = w.records_of("verify", job=new)[-1]["data"]
+        assert verify["ok"] and verify["resume"]["first_step"] == int(step.rpartition("_")[2]) + 1, verify
+        api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+        job = api.get_cluster_custom_object(GROUP, VERSION, "jobs", new)
+        head = next(t for t in job["spec"]["tasks"] if t.get("nodeSelector"))
+        assert head["nodeSelector"] == PLACE
+        # The original: Job untouched (stopped), its lost directory as it was.
+        assert stopped(sandbox, w.name)
+        assert files_of(os.path.join(graveyard, step)) == original
+    finally:
+        if uncordon is not None:
+            uncordon()
+        w.cleanup()

@@ -4,9 +4,10 @@
 
 For a resume when the node that held a hostPath checkpoint is gone or cordoned: the files the manifest lists
 are copied from the backup store into ``<root>/.rlark-staging-global_step_N/`` on this host (each read once,
-hashed while written), compared with the manifest, and only when every file matches is the staging directory
-renamed to ``<root>/global_step_N``. Nothing that exists is replaced or deleted: an existing
-``global_step_N`` refuses the staging (resume from it as it is, or choose another root); an interrupted
+hashed while written, keeping the original's modification time), compared with the manifest, and only when
+every file matches is the staging directory renamed to ``<root>/global_step_N``. Nothing that exists is
+replaced or deleted: an existing ``global_step_N`` refuses the staging (resume from it as it is, or choose
+another root); an interrupted
 staging keeps its files and a later run copies only what is missing or differs. The verdict uses the
 backup's finding ids (``backup.judge``): a file the backup lacks is ``backup-missing``, one with another size
 ``backup-incomplete``, another sha256 ``backup-mismatch``.
@@ -34,6 +35,14 @@ def _staged_hashes(staging, step_name, expected, sizes):
         if rel in expected and sizes.get(rel) == size:
             out[rel] = sha256_of(staging, step_name, rel)
     return out
+
+
+def _original_mtime(recorded, rel, backup_mtime):
+    """A staged file keeps the time of the original (the backup's progress manifest has it when the collection made
+    the backup), else the backup's own: a copy staged now is no save running, for the gate's quiet period."""
+    entry = (recorded.get("files") or {}).get(rel) if isinstance(recorded, dict) else None
+    when = entry.get("source_mtime") if isinstance(entry, dict) else None
+    return when if isinstance(when, (int, float)) else backup_mtime
 
 
 def stage(spec, step_name, root, manifest, check_mode=False):
@@ -72,6 +81,7 @@ def stage(spec, step_name, root, manifest, check_mode=False):
         report["findings"] = found
         return report
     staging = DirStore(os.path.join(root, STAGING + step_name))
+    recorded = store.read_progress(step_name) or {}
     known = _staged_hashes(staging, "", expected, sizes)
     for rel in sorted(expected):
         if known.get(rel) == expected[rel]:
@@ -80,6 +90,8 @@ def stage(spec, step_name, root, manifest, check_mode=False):
         with store.open(step_name, rel) as fh:
             known[rel] = staging.put("", rel, fh)[0]
         report["copied"] += 1
+        when = _original_mtime(recorded, rel, listing[rel][1])
+        os.utime(staging.step_path("", rel), (when, when))
     found = [
         backup.problem("backup-mismatch", rel, "%s/%s staged from %s has sha256 %s, the integrity manifest says %s"
                        % (step_name, rel, report["source"], known[rel], expected[rel]))
@@ -90,3 +102,19 @@ def stage(spec, step_name, root, manifest, check_mode=False):
         os.rename(staging.root, final)  # one rename: the step appears whole or not at all
         report["status"] = "staged"
     return report
+
+
+def resume_problem(location, node, manifest, source_job):
+    """Why a resume from the backup cannot start ('' when it can): a hostPath checkpoint, another node named,
+    and the step's integrity manifest at hand."""
+    location = location or {}
+    if location.get("kind") != "hostPath":
+        return "the checkpoint is not a hostPath (%s); only hostPath checkpoints have a backup." % location.get("kind")
+    if not node or node == location.get("node"):
+        return "set rlark_resume_node to the approved node to run on (not %s, the original's)." % location.get("node")
+    if not manifest:
+        return (
+            "no stop record of %s keeps an integrity manifest for that step: stop it with "
+            "rlark_checkpoint_integrity=write and rlark_checkpoint_integrity_store=record." % source_job
+        )
+    return ""

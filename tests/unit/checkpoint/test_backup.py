@@ -229,3 +229,14 @@ def test_staging_needs_the_manifest(root, tmp_path):
     R, bdir, _manifest, dest = staged_setup(root, tmp_path)
     with pytest.raises(GateError, match="rlark_checkpoint_integrity_store=record"):
         R.stage({"path": str(bdir)}, STEP, str(dest), None)
+
+
+def test_a_resume_from_the_backup_says_what_it_lacks():
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.backup_restore import resume_problem
+
+    here = {"kind": "hostPath", "node": "a100-01"}
+    assert "only hostPath" in resume_problem({"kind": "s3"}, "dual-01", {"files": []}, "demo")
+    assert "rlark_resume_node" in resume_problem(here, "", {"files": []}, "demo")
+    assert "rlark_resume_node" in resume_problem(here, "a100-01", {"files": []}, "demo")
+    assert "rlark_checkpoint_integrity_store=record" in resume_problem(here, "dual-01", {}, "demo")
+    assert resume_problem(here, "dual-01", {"files": []}, "demo") == ""
