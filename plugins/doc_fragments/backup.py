@@ -12,15 +12,16 @@ class ModuleDocFragment:
 options:
   backup:
     description:
-      - The backup of a hostPath checkpoint (O(path)), made when asked and judged for the chosen step once it passed
-        the gate (after O(integrity)); the verdict is returned in RV(backup). The roles set it from the variables
+      - The backup of a hostPath checkpoint (C(path)), made when asked and judged for the chosen step once it passed
+        the gate (after C(integrity)); the verdict is returned in C(backup). The roles set it from the variables
         C(rlark_checkpoint_backup_*).
       - The backup holds the layout of the checkpoints root, C(<backup root>/global_step_N/<file>). For the chosen
         step it must hold every file of the original with the same size (else C(backup-missing) or
         C(backup-incomplete) naming the file), written no earlier than the original file (else C(backup-stale)),
-        and, when the gate has the step's integrity manifest (O(integrity=write) or a passed O(integrity=verify)),
+        and, when the gate has the step's integrity manifest (C(integrity=write) or a passed C(integrity=verify)),
         the same sha256 (else C(backup-mismatch)). No copy of the step at all is C(backup-missing) naming the step.
-      - Not for object-storage checkpoints (O(s3)).
+      - Not for object-storage checkpoints (C(s3)). M(rlark.ops.rlark_ckpt_stage) reads the location only
+        (C(required) and C(make) do not apply there).
     type: dict
     suboptions:
       path:
@@ -34,7 +35,7 @@ options:
       s3:
         description:
           - An S3 prefix holding the backup. Credentials and endpoint fall back to the same environment variables
-            as O(s3).
+            as C(s3).
         type: dict
         suboptions:
           bucket:
@@ -59,8 +60,8 @@ options:
             type: str
       required:
         description:
-          - A backup that does not hold makes the gate result incomplete (RV(complete) false, its findings first in
-            RV(findings)), so a guarded stop refuses. With V(false) the verdict is only reported.
+          - A backup that does not hold makes the gate result incomplete (C(complete) false, its findings first in
+            C(findings)), so a guarded stop refuses. With V(false) the verdict is only reported.
         type: bool
         default: false
       make:
