@@ -124,7 +124,7 @@ def main():
             root=dict(type="path", required=True),
             step=dict(type="str", required=True),
             manifest=dict(type="dict", required=True),
-            backup=dict(type="dict", options=BACKUP_ARG_SPEC, required=True),
+            backup=dict(type="dict", options=BACKUP_ARG_SPEC),
         ),
         supports_check_mode=True,
     )
