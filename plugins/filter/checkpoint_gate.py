@@ -7,7 +7,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import backup as backup_rules
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_summary import summarize as summarize_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import GATE_OPTIONS
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
@@ -29,6 +31,7 @@ def checkpoint_wait_options(
     integrity_manifest=None,
     options=None,
     integrity_store="file",
+    backup=None,
 ):
     """The rlark_ckpt_wait options for a checkpoint location (None values dropped so the plugin defaults apply)."""
     location = plain(location) or {}
@@ -59,7 +62,30 @@ def checkpoint_wait_options(
         "integrity_store": integrity_store or "file",
     }
     args.update({k: v for k, v in (plain(options) or {}).items() if k in PASSED_OPTIONS})
+    args["backup"] = _backup(plain(backup), kind, node_root)
     return {k: v for k, v in args.items() if v is not None}
+
+
+def _backup(spec, kind, node_root):
+    """The gate's ``backup`` option (checkpoint/backup.py normalizes it): a directory is read on the node, below
+    its ``rlark_node_root`` like the checkpoint; only the S3 target's location keys (credentials come from the
+    environment of the host that runs the gate)."""
+    try:
+        spec = backup_rules.normalize(spec)
+    except GateError as exc:
+        raise AnsibleFilterError("rlark.ops.checkpoint_wait_options: %s" % exc) from exc
+    if spec is None:
+        return None
+    if kind != "hostPath":
+        raise AnsibleFilterError(
+            "rlark.ops.checkpoint_wait_options: rlark_checkpoint_backup_* is for hostPath checkpoints; this one is in "
+            "object storage already: unset the backup variables for it"
+        )
+    if spec.get("path"):
+        spec["path"] = (node_root or "") + spec["path"]
+    if spec.get("s3"):
+        spec["s3"] = {k: v for k, v in spec["s3"].items() if k in S3_KEYS and v not in (None, "")}
+    return spec
 
 
 def gate_summary(result):

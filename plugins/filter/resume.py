@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils import resume, role_verdicts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.backup_restore import resume_problem
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
 
@@ -30,6 +31,10 @@ def resume_override_findings(view, resume_dir, name):
     return role_verdicts.resume_override_findings(plain(view), resume_dir, name)
 
 
+def resume_backup_problem(location, node, manifest, source):
+    return resume_problem(plain(location), node, plain(manifest), source)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -38,4 +43,5 @@ class FilterModule:
             "resume_override_findings": resume_override_findings,
             "resume_plan": resume_plan,
             "resume_gate_refusal": resume_gate_refusal,
+            "resume_backup_problem": resume_backup_problem,
         }

@@ -125,13 +125,14 @@ def _mark_resume(meta, source_name, resume_dir):
     )
 
 
-def copy_job(source, new_name, stopped=False, resume_dir=None):
+def copy_job(source, new_name, stopped=False, resume_dir=None, head_node_selector=None):
     """``(new_job, findings)``; a new Job is returned only when no finding is an error.
 
     With ``resume_dir`` the copy also gets its own output directory (the Hydra experiment key set to
     the new Job's name, so it never writes into the original's checkpoints) and says what it resumes:
     label and annotation ``rlark.ops/resumed-from``, annotations ``rlark.ops/resume-step`` and
-    ``rlark.ops/resume-dir``.
+    ``rlark.ops/resume-dir``. ``head_node_selector`` replaces the head task's ``nodeSelector`` (a resume from
+    the backup runs on another approved node; the review then judges it against the deployment profile).
     """
     found = []
     job = {
@@ -172,6 +173,8 @@ def copy_job(source, new_name, stopped=False, resume_dir=None):
             )
         else:
             head = job["spec"]["tasks"][index]
+            if head_node_selector:
+                head["nodeSelector"] = dict(head_node_selector)
             script = set_resume_override(head.get("runScript"), resume_dir)
             if script is None:
                 found.append(

@@ -20,3 +20,13 @@ S3_ARG_SPEC = dict(
     access_key=dict(type="str", no_log=False, fallback=(env_fallback, ["AWS_ACCESS_KEY_ID"])),
     secret_key=dict(type="str", no_log=True, fallback=(env_fallback, ["AWS_SECRET_ACCESS_KEY"])),
 )
+
+# The backup of a hostPath checkpoint (rlark_ckpt_gate ``backup``; checkpoint/backup.py decides).
+BACKUP_ARG_SPEC = dict(
+    path=dict(type="path"),
+    host=dict(type="str"),
+    s3=dict(type="dict", options=S3_ARG_SPEC),
+    required=dict(type="bool", default=False),
+    make=dict(type="bool", default=False),
+    batch_files=dict(type="int", default=16),
+)

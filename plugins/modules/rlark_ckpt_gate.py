@@ -24,8 +24,8 @@ description:
     Python standard library there. For object storage run it on the controller with O(s3); it lists the
     step prefixes with one delimiter listing, then each step it walks page by page (never only the first
     page), and needs boto3.
-  - Never deletes anything and writes only the integrity manifest with O(integrity=write); C(changed) is true
-    only when that manifest was written.
+  - Never deletes anything and writes only the integrity manifest with O(integrity=write) and the step's backup
+    with O(backup.make); C(changed) is true only when that manifest was written or files were copied.
 author:
   - rlark.ops contributors (@rlark-ops)
 options:
@@ -182,6 +182,7 @@ options:
     default: true
 extends_documentation_fragment:
   - rlark.ops.s3
+  - rlark.ops.backup
 attributes:
   check_mode:
     support: full
@@ -227,6 +228,19 @@ EXAMPLES = r"""
     step: "40"
     fail_when_incomplete: false
   register: gate
+
+- name: Copy step 40 to the backup bucket (resumable), then require that the backup holds it with the same sha256
+  rlark.ops.rlark_ckpt_gate:
+    path: /data/rlinf/logs/run1/checkpoints
+    step: "40"
+    integrity: write
+    backup:
+      s3:
+        bucket: ckpt-backup
+        prefix: run1/checkpoints
+      make: true
+      required: true
+  delegate_to: a100-01
 
 - name: Wait up to 30 minutes, in this one module run, for the next complete checkpoint after step 40
   rlark.ops.rlark_ckpt_gate:
@@ -343,6 +357,16 @@ newest_step:
   returned: always
   type: int
   sample: 50
+backup:
+  description:
+    - With O(backup) - C(location) of the step's copy, C(kind) (V(dir) or V(s3)), C(required), C(verdict)
+      (V(verified), V(failed), V(skipped) when the step is incomplete, V(would-make) in check mode with
+      O(backup.make)), C(checked) (what was compared), C(files), C(bytes), C(findings) (C(backup-*)), and with
+      O(backup.make) C(made) (C(status), C(copied), C(skipped), C(bytes_copied), C(seconds), C(progress) lines).
+  returned: when O(backup) is set
+  type: dict
+  sample: {location: "s3://backups/run1/global_step_40/", kind: s3, required: true, verdict: verified,
+           checked: "files, sizes, times, sha256", files: 12, bytes: 2147483648, findings: []}
 integrity:
   description:
     - With O(integrity) other than V(off) - C(mode), C(path), C(status) (V(written), V(would-write) in check

@@ -126,6 +126,8 @@ options:
     description: Seconds between two polls.
     type: float
     default: 1.0
+extends_documentation_fragment:
+  - rlark.ops.backup
 seealso:
   - module: rlark.ops.rlark_ckpt_gate
 """
@@ -169,6 +171,10 @@ judged_at:
 integrity:
   description: As returned by M(rlark.ops.rlark_ckpt_gate) (C(mode), C(path), C(status), C(files), C(manifest), ...).
   returned: when O(integrity) is not V(off) and the wait ended on a complete step
+  type: dict
+backup:
+  description: As returned by M(rlark.ops.rlark_ckpt_gate) (C(location), C(verdict), C(checked), C(findings), C(made)).
+  returned: when O(backup) is set and the wait ended on a complete step
   type: dict
 complete:
   description: As returned by M(rlark.ops.rlark_ckpt_gate), with all its other return values.

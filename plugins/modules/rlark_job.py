@@ -102,6 +102,12 @@ options:
       - The copy carries label and annotation C(rlark.ops/resumed-from) (the source's name) and annotations
         C(rlark.ops/resume-step) and C(rlark.ops/resume-dir).
     type: str
+  node_selector:
+    description:
+      - With O(copy_from) and O(resume_dir), the C(nodeSelector) of the copy's head task, replacing the source's.
+        A resume from the backup of a hostPath checkpoint runs on another approved node, for example
+        C(kubernetes.io/hostname=dual-01). The source Job is not changed.
+    type: dict
   allow_pvc_deletion:
     description:
       - Allow O(state=absent) to delete a Job whose PVC volumes the agent created (they are deleted with it).
@@ -341,7 +347,13 @@ def run(module, client):
                 "Cannot copy.",
                 [finding("job-not-found", "Source Job %r does not exist." % p["copy_from"], path="copy_from")],
             )
-        desired, found = copy_job(source, p["name"], stopped=p["copy_stopped"], resume_dir=p["resume_dir"])
+        desired, found = copy_job(
+            source,
+            p["name"],
+            stopped=p["copy_stopped"],
+            resume_dir=p["resume_dir"],
+            head_node_selector=p["node_selector"],
+        )
         if has_errors(found):
             raise Refused("Refusing to copy Job %r." % p["copy_from"], found)
         findings.extend(found)
@@ -412,6 +424,7 @@ def main():
             update=dict(type="bool", default=False),
             copy_from=dict(type="str"),
             copy_stopped=dict(type="bool", default=False),
+            node_selector=dict(type="dict"),
             resume_dir=dict(type="str"),
             allow_pvc_deletion=dict(type="bool", default=False),
             wait=dict(type="bool", default=False),
@@ -426,7 +439,7 @@ def main():
             ("state", "absent", ("name",)),
             ("state", "present", ("definition", "src", "copy_from"), True),
         ],
-        required_by={"copy_from": "name", "resume_dir": "copy_from"},
+        required_by={"copy_from": "name", "resume_dir": "copy_from", "node_selector": "resume_dir"},
         supports_check_mode=True,
     )
     if module.params["copy_from"] and module.params["state"] != "present":

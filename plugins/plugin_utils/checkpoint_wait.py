@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import backup, integrity, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import GATE_OPTIONS, WAIT_OPTIONS
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import argument_spec as gate_spec
@@ -29,7 +29,7 @@ WAIT_SPEC = dict(
     interval=dict(type="float", default=1.0),
 )
 # Applied once to the step the wait ended on, never on every poll.
-INTEGRITY_ARGS = ("integrity", "integrity_path", "integrity_store", "integrity_manifest", "hash_workers")
+INTEGRITY_ARGS = ("integrity", "integrity_path", "integrity_store", "integrity_manifest", "hash_workers", "backup")
 
 
 def checkpoint_wait(action, args, task_vars, progress=None):
@@ -70,13 +70,15 @@ def checkpoint_wait(action, args, task_vars, progress=None):
     )
     waited.pop("invocation", None)
     waited["changed"] = False
-    if params["integrity"] != "off" and waited.get("complete") and not waited.get("failed"):
-        waited["changed"] = _integrity(action, waited, params, gate_args, in_process, task_vars)
+    once = params["integrity"] != "off" or params["backup"]
+    if once and waited.get("complete") and not waited.get("failed"):
+        waited["changed"] = _integrity(action, waited, params, gate_args, in_process, task_vars, progress)
     return waited
 
 
-def _integrity(action, waited, params, gate_args, in_process, task_vars):
-    """Write or verify the manifest of the step the wait settled on; True when a manifest was written."""
+def _integrity(action, waited, params, gate_args, in_process, task_vars, progress=None):
+    """Write or verify the manifest of the step the wait settled on, then make and judge its backup
+    (checkpoint/backup.py); True when a manifest was written or backup files were copied."""
     if params["hash_workers"] is not None and params["hash_workers"] < 1:
         waited.update(failed=True, msg="hash_workers must be at least 1, got %d" % params["hash_workers"])
         return False
@@ -87,24 +89,32 @@ def _integrity(action, waited, params, gate_args, in_process, task_vars):
         if again.get("failed") and "complete" not in again:
             waited.update(failed=True, msg=again.get("msg", "integrity manifest failed"))
             return False
-        for key in ("complete", "findings", "integrity"):
+        for key in ("complete", "findings", "integrity", "backup"):
             if key in again:
                 waited[key] = again[key]
         return bool(again.get("changed"))
+    check_mode = action._play_context.check_mode
     try:
-        return integrity.apply(
-            source_from_params(params),
+        source = source_from_params(params)
+        written = integrity.apply(
+            source,
             waited,
             params["integrity"],
             path=params["integrity_path"],
             manifest=params["integrity_manifest"],
             workers=params["hash_workers"],
-            check_mode=action._play_context.check_mode,
+            check_mode=check_mode,
             store=params["integrity_store"],
         )
     except (layouts.GateError, OSError) as exc:
         waited.update(failed=True, msg="integrity manifest: %s" % exc)
         return False
+    try:
+        copied = backup.apply(source, waited, params["backup"], params["integrity_manifest"], check_mode, progress)
+    except (layouts.GateError, OSError) as exc:
+        waited.update(failed=True, msg="checkpoint backup: %s" % exc)
+        return written
+    return written or copied
 
 
 __all__ = ["checkpoint_wait"]

@@ -23,6 +23,8 @@ CONTROLLER_MANAGER_FLAGS = [
     "--health-probe-bind-address=127.0.0.1:0",
 ]
 BUCKET = "checkpoints"
+# A second bucket: the backup target of hostPath checkpoints (rlark_checkpoint_backup_s3, docs/sandbox.md).
+BACKUP_BUCKET = "checkpoint-backups"
 SERVICE_CIDR = "10.0.0.0/24"
 
 
@@ -163,7 +165,9 @@ def start_s3(lay, state):
 
 
 def ensure_bucket(lay, state):
-    if os.path.isdir(os.path.join(lay.s3, BUCKET)):
+    """The checkpoints bucket and the backup bucket (a sandbox made before the backup bucket gets it now)."""
+    missing = [b for b in (BUCKET, BACKUP_BUCKET) if not os.path.isdir(os.path.join(lay.s3, b))]
+    if not missing:
         return
     import boto3  # only on the first start: the bucket is a directory of the POSIX backend afterwards
 
@@ -174,7 +178,8 @@ def ensure_bucket(lay, state):
         aws_secret_access_key=state["s3"]["secret_key"],
         region_name="us-east-1",
     )
-    client.create_bucket(Bucket=BUCKET)
+    for bucket in missing:
+        client.create_bucket(Bucket=bucket)
 
 
 def start_controller_manager(lay, state):
@@ -217,6 +222,7 @@ def env_vars(lay, state):
         "RLARK_SANDBOX_CRDS": state["crds"],
         "RLARK_S3_ENDPOINT": state["s3"]["endpoint"],
         "RLARK_S3_BUCKET": BUCKET,
+        "RLARK_S3_BACKUP_BUCKET": BACKUP_BUCKET,
         "AWS_ACCESS_KEY_ID": state["s3"]["access_key"],
         "AWS_SECRET_ACCESS_KEY": state["s3"]["secret_key"],
         "AWS_DEFAULT_REGION": "us-east-1",

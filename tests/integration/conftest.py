@@ -54,6 +54,8 @@ class Sandbox:
         self.ca_cert = os.path.join(state_dir, "pki", "ca.crt")
         self.s3_endpoint = state["s3"]["endpoint"]
         self.s3_bucket = state["s3"]["bucket"]
+        # the backup target of hostPath checkpoints (a sandbox started before it existed gets the default name)
+        self.s3_backup_bucket = state["s3"].get("backup_bucket", "checkpoint-backups")
         self.s3_access_key = state["s3"]["access_key"]
         self.s3_secret_key = state["s3"]["secret_key"]
         self.nodes_dir = os.path.join(state_dir, "nodes")

@@ -106,6 +106,15 @@ def apply_integrity(params, source, result, check_mode):
     )
 
 
+def apply_backup(params, source, result, check_mode):
+    """Make (when asked) and judge the backup of the chosen step (checkpoint/backup.py); True when files were copied."""
+    if not params["backup"]:
+        return False
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import backup
+
+    return backup.apply(source, result, params["backup"], manifest=params["integrity_manifest"], check_mode=check_mode)
+
+
 def gate_task(params, check_mode=False):
     """The task result for validated ``params``: ``failed`` and ``msg`` set when the task fails."""
     problem = option_problem(params)
@@ -115,6 +124,7 @@ def gate_task(params, check_mode=False):
         source = open_source(params)
         result, not_ready = judge(params, source, {name: params[name] for name in GATE_OPTIONS})
         changed = apply_integrity(params, source, result, check_mode)
+        changed = apply_backup(params, source, result, check_mode) or changed
     except TaskFailed as exc:
         return dict(exc.result, failed=True)
     except layouts.GateError as exc:

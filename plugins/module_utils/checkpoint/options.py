@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils import step_names
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
-from ansible_collections.rlark.ops.plugins.module_utils.s3_options import S3_ARG_SPEC
+from ansible_collections.rlark.ops.plugins.module_utils.s3_options import BACKUP_ARG_SPEC, S3_ARG_SPEC
 
 DEFAULTS = {
     "runner": L.AUTO,
@@ -58,6 +58,7 @@ INTEGRITY_SPEC = dict(
     integrity_store=dict(type="str", default="file", choices=["file", "result"]),
     integrity_manifest=dict(type="dict"),
     hash_workers=dict(type="int"),
+    backup=dict(type="dict", options=BACKUP_ARG_SPEC),
 )
 
 

@@ -9,6 +9,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import gate, payloads, siblings, structure
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import backup, gate, payloads, siblings, structure
 
-ALL = structure.RULES + siblings.RULES + payloads.RULES + gate.RULES
+ALL = structure.RULES + siblings.RULES + payloads.RULES + gate.RULES + backup.RULES

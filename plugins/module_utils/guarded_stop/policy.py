@@ -43,10 +43,11 @@ class StopPolicy:
 
     def first_wait(self):
         """The first gate call: at "now" the verdict itself (re-judged within the save window); at the next
-        checkpoint one look at what is complete already (no wait, no integrity)."""
+        checkpoint one look at what is complete already (no wait, no integrity, no backup)."""
         if self.when == "now":
             return {"newer_than": -1, "newest_complete": True, "timeout": self.save_window_seconds, "interval": 1.0}
-        return {"newer_than": -1, "newest_complete": True, "timeout": 0.0, "interval": 1.0, "integrity": "off"}
+        return {"newer_than": -1, "newest_complete": True, "timeout": 0.0, "interval": 1.0, "integrity": "off",
+                "backup": None}  # fmt: skip
 
     def next_wait(self, first_result):
         """At the next checkpoint: the wait for a complete step newer than what ``first_result`` found."""

@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from ansible_collections.rlark.ops.plugins.module_utils import stop_record
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import backup, integrity
 from ansible_collections.rlark.ops.plugins.module_utils.findings import Refused, finding
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop import journal as wal
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.outcomes import outcome
@@ -121,6 +121,8 @@ class GuardedStop:
         }
         if self.gate_result.get("integrity"):
             data["integrity"] = integrity.summary(self.gate_result["integrity"])
+        if self.gate_result.get("backup"):
+            data["backup"] = backup.summary(self.gate_result["backup"])
         return data
 
     # -- the steps ---------------------------------------------------------------------------------

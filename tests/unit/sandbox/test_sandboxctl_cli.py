@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import sandboxctl
+from sandboxlib import crdsets
 
 SANDBOXCTL = sandboxctl.__file__
 
@@ -44,9 +45,9 @@ def test_missing_controller_manager_binary_fails_with_one_sentence(tmp_path):
 
 
 def test_rlarks_controller_manager_gets_the_upstream_crds_unless_asked_otherwise(capsys):
-    assert sandboxctl.crds_with_controller_manager(None, "/opt/rlark/cm") == "upstream"
-    assert sandboxctl.crds_with_controller_manager("upstream", "/opt/rlark/cm") == "upstream"
-    assert sandboxctl.crds_with_controller_manager(None, None) is None  # later: the running set, or project
+    assert crdsets.crds_with_controller_manager(None, "/opt/rlark/cm") == "upstream"
+    assert crdsets.crds_with_controller_manager("upstream", "/opt/rlark/cm") == "upstream"
+    assert crdsets.crds_with_controller_manager(None, None) is None  # later: the running set, or project
     assert capsys.readouterr().out == ""
-    assert sandboxctl.crds_with_controller_manager("project", "/opt/rlark/cm") == "project"
+    assert crdsets.crds_with_controller_manager("project", "/opt/rlark/cm") == "project"
     assert "DomainPeer" in capsys.readouterr().out

@@ -206,3 +206,17 @@ def test_exactly_one_resume_override_whatever_the_script_had(tokens):
     position = 0
     for token in kept:
         position = rest.index(token, position)
+
+
+def test_a_copy_placed_on_another_node_changes_only_its_head_selector():
+    src = full_source()
+    original = copy.deepcopy(src)
+    plain, _found = resume.copy_job(src, "demo-r1", resume_dir=STEP)
+    placed, found = resume.copy_job(src, "demo-r1", resume_dir=STEP, head_node_selector={"kubernetes.io/hostname": "b"})
+    assert src == original and [f["id"] for f in found] == []
+    head = resume.jobspec.head_index(placed)
+    assert placed["spec"]["tasks"][head]["nodeSelector"] == {"kubernetes.io/hostname": "b"}
+    placed["spec"]["tasks"][head]["nodeSelector"] = plain["spec"]["tasks"][head].get("nodeSelector")
+    if placed["spec"]["tasks"][head]["nodeSelector"] is None:
+        del placed["spec"]["tasks"][head]["nodeSelector"]
+    assert placed == plain

@@ -1,0 +1,247 @@
+"""rlark_checkpoint_backup_* on the live sandbox (hostPath checkpoints): the guarded stop proves the backup.
+
+The backup targets are the sandbox's second bucket (versitygw) and a directory on the node host. Backups are
+prepared and damaged with boto3 / plain file writes, outcomes read with boto3, os.walk, hashlib and the
+kubernetes client - never with the collection's own readers.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import time
+
+import pytest
+import yaml
+from kubernetes import client, config
+from playbook_support import Workload
+from refusals import task_result
+from s3_support import s3_client
+
+pytestmark = pytest.mark.sandbox
+GROUP, VERSION = "rlinf.io", "v1alpha1"
+STOP_TASK = "Check, record and stop the Job (one transaction)"
+LAST_STEP = 6  # runner.max_steps: saves at 3 and 6, then the run stays up and writes nothing more
+STEP = "global_step_%d" % LAST_STEP
+# dual-01 is a hostname in rlark-a100 and (cordoned) in rlark-h100: the GPU product names the A100 one.
+PLACE = {"kubernetes.io/hostname": "dual-01", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+
+
+def finite(manifest, _profile):
+    for o in manifest["hydra"]["overrides"]:
+        if o["override"].startswith("runner.max_steps="):
+            o["override"] = "runner.max_steps=%d" % LAST_STEP
+
+
+def files_of(top):
+    """{rel: bytes} of every file under ``top``."""
+    out = {}
+    for here, _dirs, names in os.walk(top):
+        for name in names:
+            with open(os.path.join(here, name), "rb") as fh:
+                out[os.path.relpath(os.path.join(here, name), top)] = fh.read()
+    return out
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def stopped(sandbox, name):
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    jobs = api.list_cluster_custom_object(GROUP, VERSION, "jobs", field_selector="metadata.name=" + name)["items"]
+    return bool(jobs[0]["spec"].get("stopped"))
+
+
+def migrated(w):
+    """Migrate, then wait until STEP exists and nothing was written under it for 2 s (the run saves no more).
+
+    Returns (its directory, {rel: bytes} of its files)."""
+    assert w.play("migrate.yml").rc == 0
+    step = os.path.join(w.checkpoints, STEP)
+    deadline = time.monotonic() + 150
+    while True:
+        times = [os.stat(os.path.join(h, n)).st_mtime for h, _d, ns in os.walk(step) for n in ns]
+        if len(times) >= 2 and time.time() - max(times) > 2:
+            return step, files_of(step)
+        assert time.monotonic() < deadline, "step %d not saved and quiet in time" % LAST_STEP
+        time.sleep(0.2)
+
+
+def stop(sandbox, w, **backup):
+    extra = dict(rlark_jobs=[w.name], rlark_checkpoint_integrity="write", rlark_checkpoint_integrity_store="record")
+    extra.update(backup)
+    run = w.play("guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra=extra)
+    return run, task_result(run, STOP_TASK)
+
+
+def assert_refused(sandbox, w, run, result, finding_id, path, first_only=False):
+    assert run.rc != 0 and result["outcome"]["outcome"] == "refused", result.get("msg")
+    backup = [(f["id"], f["severity"], f["path"]) for f in result["findings"] if f["id"].startswith("backup")]
+    assert (backup[:1] if first_only else backup) == [(finding_id, "error", path)], result["findings"]
+    assert not stopped(sandbox, w.name), "the Job was stopped"
+    assert not w.records_of("stop"), "a refusal writes no stop record"
+
+
+def test_s3_backup_refusals_then_the_collection_makes_it(sandbox, tmp_path):
+    w = Workload(sandbox, tmp_path, mutate=finite)
+    s3 = s3_client(sandbox)
+    bucket = sandbox.s3_backup_bucket
+    prefix = "%s/checkpoints/" % w.name
+    target = {"bucket": bucket, "prefix": prefix, "endpoint_url": sandbox.s3_endpoint}
+    vars_ = dict(rlark_checkpoint_backup_s3=target, rlark_checkpoint_backup_required=True)
+    try:
+        step_dir, original = migrated(w)
+        key = lambda rel: "%s%s/%s" % (prefix, STEP, rel)  # noqa: E731
+        for rel, data in original.items():
+            s3.put_object(Bucket=bucket, Key=key(rel), Body=data)
+        victim = max(original, key=lambda rel: len(original[rel]))
+        body = original[victim]
+        flipped = body[: len(body) // 2] + bytes([body[len(body) // 2] ^ 0xFF]) + body[len(body) // 2 + 1 :]
+        for damage, finding_id in (("missing", "backup-missing"), ("short", "backup-incomplete"),
+                                   ("flip", "backup-mismatch")):  # fmt: skip
+            if damage == "missing":
+                s3.delete_object(Bucket=bucket, Key=key(victim))
+            else:
+                s3.put_object(Bucket=bucket, Key=key(victim), Body=body[:-1] if damage == "short" else flipped)
+            run, result = stop(sandbox, w, **vars_)
+            assert_refused(sandbox, w, run, result, finding_id, victim)
+            s3.put_object(Bucket=bucket, Key=key(victim), Body=body)
+
+        # The test's own copy removed: the collection makes the backup, then the stop goes on.
+        for rel in original:
+            s3.delete_object(Bucket=bucket, Key=key(rel))
+        run, result = stop(sandbox, w, rlark_checkpoint_backup_make=True, **vars_)
+        assert run.rc == 0 and result["outcome"]["outcome"] == "stopped", result.get("msg")
+        assert stopped(sandbox, w.name)
+        kept = w.records_of("stop")[-1]["data"]["backup"]
+        assert kept["verdict"] == "verified" and kept["location"] == "s3://%s/%s%s/" % (bucket, prefix, STEP), kept
+        assert kept["checked"] == "files, sizes, times, sha256" and kept["made"]["copied"] == len(original), kept
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix=prefix + STEP + "/")["Contents"]
+        copy = {o["Key"][len(prefix + STEP) + 1 :]: s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
+                for o in listed}  # fmt: skip
+        assert {rel: sha(d) for rel, d in copy.items()} == {rel: sha(d) for rel, d in original.items()}
+        assert files_of(step_dir) == original, "the original changed"
+    finally:
+        w.cleanup()
+
+
+def test_directory_backup_stale_then_an_interrupted_copy_continues(sandbox, tmp_path):
+    w = Workload(sandbox, tmp_path, mutate=finite)
+    rel_root = "/backup/%s" % w.name  # on the node host, below its rlark_node_root
+    bdir = os.path.join(sandbox.nodes_dir, "a100-01", rel_root.lstrip("/"))
+    vars_ = dict(rlark_checkpoint_backup_path=rel_root, rlark_checkpoint_backup_required=True)
+    try:
+        step_dir, original = migrated(w)
+        names = sorted(original)
+
+        # A copy older than the save: refused, backup-stale naming the file.
+        shutil.copytree(step_dir, os.path.join(bdir, STEP))
+        old = time.time() - 3600
+        os.utime(os.path.join(bdir, STEP, names[0]), (old, old))
+        run, result = stop(sandbox, w, **vars_)
+        assert_refused(sandbox, w, run, result, "backup-stale", names[0])
+        shutil.rmtree(bdir)  # the test's own copy
+
+        # The collection copies; something that is not its own sits where a file must go: the copy stops there.
+        blocked = names[len(names) // 2]
+        os.makedirs(os.path.join(bdir, STEP, blocked))
+        run, result = stop(
+            sandbox, w, rlark_checkpoint_backup_make=True, rlark_checkpoint_backup_batch_files=1, **vars_
+        )
+        assert_refused(sandbox, w, run, result, "backup-missing", blocked, first_only=True)
+        assert "run again to continue" in result["gate"]["backup"]["made"]["error"], result["gate"]["backup"]
+        assert os.path.isdir(os.path.join(bdir, STEP, blocked)), "the collection removed what is not its own"
+        with open(os.path.join(bdir, "rlark-backup", STEP + ".json")) as fh:
+            done = sorted(json.load(fh)["files"])  # the progress manifest: what the interrupted run finished
+        assert set(names[: len(names) // 2]) <= set(done) and blocked not in done, done
+        before = {n: os.stat(os.path.join(bdir, STEP, n)) for n in done}
+
+        # Removed: the next stop copies only the rest, then stops.
+        os.rmdir(os.path.join(bdir, STEP, blocked))
+        run, result = stop(sandbox, w, rlark_checkpoint_backup_make=True, **vars_)
+        assert run.rc == 0 and result["outcome"]["outcome"] == "stopped", result.get("msg")
+        kept = w.records_of("stop")[-1]["data"]["backup"]
+        assert kept["verdict"] == "verified" and kept["made"]["skipped"] == len(done), kept
+        assert kept["location"] == os.path.join(bdir, STEP), kept
+        for n, st in before.items():
+            again = os.stat(os.path.join(bdir, STEP, n))
+            assert (again.st_ino, again.st_mtime_ns) == (st.st_ino, st.st_mtime_ns), "%s copied again" % n
+        assert files_of(os.path.join(bdir, STEP)) == original
+    finally:
+        w.cleanup()
+        shutil.rmtree(bdir, ignore_errors=True)
+
+
+def node_lost(sandbox, node, directory, graveyard):
+    """The node that held a hostPath checkpoint is gone: cordoned (its Node CR unschedulable, so it reads Offline)
+    and the checkpoint directory no longer there (moved aside by the test, to compare it afterwards)."""
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api.patch_namespaced_custom_object(GROUP, VERSION, "rlark-a100", "nodes", node, {"spec": {"unschedulable": True}})
+    shutil.move(directory, graveyard)
+    return lambda: api.patch_namespaced_custom_object(
+        GROUP, VERSION, "rlark-a100", "nodes", node, {"spec": {"unschedulable": False}}
+    )
+
+
+def approving(w, tmp_path, node):
+    """A deployment profile that approves the head (actor) on ``node`` and the hostPath there too."""
+    profile = json.loads(json.dumps(w.profile))
+    actor = next(r for r in profile["roles"] if r["name"] == "actor")
+    actor["selector"] = dict(PLACE)
+    actor["global_matches"] = [{"name": node, "namespace": "rlark-a100"}]
+    profile["host_paths"][0]["nodes"].append(node)
+    path = str(tmp_path / "deployment_profile_resume.yml")
+    with open(path, "w") as fh:
+        yaml.safe_dump(profile, fh, sort_keys=False)
+    return path
+
+
+def test_resume_from_the_backup_after_the_node_is_gone(sandbox, tmp_path):
+    w = Workload(sandbox, tmp_path)  # an endless run: the stop is at whatever step is newest, N
+    bucket = sandbox.s3_backup_bucket
+    target = {"bucket": bucket, "prefix": "%s/checkpoints/" % w.name, "endpoint_url": sandbox.s3_endpoint}
+    new = w.name + "-b"
+    w.created.append(new)
+    graveyard = str(tmp_path / "lost-node-checkpoints")
+    uncordon = None
+    try:
+        assert w.play("migrate.yml").rc == 0
+        w.wait_steps(2)
+        run, result = stop(sandbox, w, rlark_checkpoint_backup_s3=target, rlark_checkpoint_backup_make=True,
+                           rlark_checkpoint_backup_required=True)  # fmt: skip
+        assert run.rc == 0 and result["outcome"]["outcome"] == "stopped", result.get("msg")
+        step = w.records_of("stop")[-1]["data"]["integrity"]["step_dir"]
+        original = files_of(os.path.join(w.checkpoints, step))
+        uncordon = node_lost(sandbox, "a100-01", w.checkpoints, graveyard)
+
+        args = {
+            "rlark_resume_source": w.name,
+            "rlark_resume_step": step,
+            "rlark_resume_name": new,
+            "rlark_resume_from_backup": True,
+            "rlark_resume_node": "dual-01",
+            "rlark_resume_node_selector": PLACE,
+            "rlark_checkpoint_backup_s3": target,
+            "rlark_deployment_profile": approving(w, tmp_path, "dual-01"),
+        }
+        run = w.play("resume.yml", extra=args)
+        assert run.rc == 0, [r.get("msg") for _t, r in run.task_results() if r.get("failed")]
+
+        # The step was staged on dual-01 from the backup, equal to what the original held.
+        staged = os.path.join(sandbox.nodes_dir, "dual-01", "data", "rlinf", "logs", w.name, "checkpoints", step)
+        assert {k: sha(v) for k, v in files_of(staged).items()} == {k: sha(v) for k, v in original.items()}
+        # The new Job ran there and went on from step N+1.
+        verify = w.records_of("verify", job=new)[-1]["data"]
+        assert verify["ok"] and verify["resume"]["first_step"] == int(step.rpartition("_")[2]) + 1, verify
+        api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+        job = api.get_cluster_custom_object(GROUP, VERSION, "jobs", new)
+        head = next(t for t in job["spec"]["tasks"] if t.get("nodeSelector"))
+        assert head["nodeSelector"] == PLACE
+        # The original: Job untouched (stopped), its lost directory as it was.
+        assert stopped(sandbox, w.name)
+        assert files_of(os.path.join(graveyard, step)) == original
+    finally:
+        if uncordon is not None:
+            uncordon()
+        w.cleanup()
