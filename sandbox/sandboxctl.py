@@ -177,6 +177,8 @@ def reuse(lay, state, args):
             bootstrap.seed_fleet(api)
     finally:
         api.close()
+    ensure_bucket(lay, state)  # a sandbox made before a bucket was added gets it here
+    state["s3"].setdefault("backup_bucket", BACKUP_BUCKET)
     want_sim = not args.no_sim and sim_available()
     sim_args = sim_argv(args)
     if state["procs"].get("rlark-sim") and (not want_sim or state.get("sim_args") != sim_args):
