@@ -6,8 +6,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-# The one description of the choice, for the modules' O(log_source) and the lookup's O(source).
-_SOURCE = r"""
+class ModuleDocFragment:
+    # Where a task reads a Job's logs (rlark_stop_with_logs, rlark_guarded_stop); the argument spec is
+    # joblogs.LOG_SOURCE_SPEC. A new source is added there, in both choices lists below and in joblogs.py's
+    # readers (test_log_source_contract.py keeps the lists equal to joblogs.SOURCES). Plain literals: the
+    # sanity checks parse these strings without running them.
+    DOCUMENTATION = r"""
+options:
+  log_source:
     description:
       - Where the logs come from (the playbook variable C(rlark_log_source)).
       - C(files) reads C(<logs_dir>/<job>/<pod>.log) and keeps the whole history; C(kubeconfig) reads the pods in
@@ -16,18 +22,7 @@ _SOURCE = r"""
     type: str
     default: files
     choices: [files, kubeconfig, gateway]
-"""
-
-
-class ModuleDocFragment:
-    # Where a task reads a Job's logs (rlark_stop_with_logs, rlark_guarded_stop); the argument spec is
-    # joblogs.LOG_SOURCE_SPEC. A new source is added there, in _SOURCE above and in joblogs.py's readers.
-    DOCUMENTATION = (
-        r"""
-options:
-  log_source:"""
-        + _SOURCE
-        + r"""  logs_dir:
+  logs_dir:
     description: Directory holding C(<job>/<pod>.log) for O(log_source=files) (C(rlark_logs_dir)).
     type: str
   gateway_url:
@@ -46,12 +41,13 @@ options:
     type: dict
     default: {}
 """
-    )
 
-    # The job_logs lookup names the same choice O(source).
-    LOOKUP = (
-        r"""
+    # The job_logs lookup names the same choice O(source); the sources are described in its description.
+    LOOKUP = r"""
 options:
-  source:"""
-        + _SOURCE
-    )
+  source:
+    description: Where the logs come from (the playbook variable C(rlark_log_source)).
+    type: str
+    default: files
+    choices: [files, kubeconfig, gateway]
+"""
