@@ -29,6 +29,7 @@ author:
   - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.auth
+  - rlark.ops.log_source
 attributes:
   check_mode:
     support: full
@@ -54,36 +55,6 @@ options:
     type: list
     elements: str
     default: []
-  log_source:
-    description: Where the logs come from, as for the P(rlark.ops.job_logs#lookup) lookup.
-    type: str
-    default: files
-    choices: [files, kubeconfig, gateway]
-  logs_dir:
-    description: Directory holding C(<job>/<pod>.log) for O(log_source=files).
-    type: str
-  gateway_url:
-    description: Base URL of the RLark gateway for O(log_source=gateway).
-    type: str
-  data_plane_kubeconfig:
-    description:
-      - Kubeconfig of the data-plane cluster for O(log_source=kubeconfig); with O(data_plane_kubeconfigs), the one for
-        clusters not listed there.
-    type: str
-  data_plane_kubeconfigs:
-    description:
-      - Data-plane cluster ID (the Task's namespace without C(rlark-)) to its kubeconfig path, for
-        O(log_source=kubeconfig); each pod is read from the cluster its Task runs in (O(clusters)).
-      - A pod whose cluster is in neither this nor O(data_plane_kubeconfig) fails the read, naming the cluster.
-    type: dict
-    default: {}
-  clusters:
-    description:
-      - Pod or Task object name to the data-plane cluster ID it runs in (the P(rlark.ops.log_clusters#filter) filter
-        of the Job's Tasks and Pod CRs); a pod not listed is looked up by its Task's name (the pod name without its
-        ordinal).
-    type: dict
-    default: {}
   accept_truncated_logs:
     description:
       - Stop even when an export is truncated (the gateway's 1000-line limit); RV(log_exports) then says
@@ -95,9 +66,6 @@ options:
       - Directory for the export files (a new hidden directory is made in it); the system temporary directory when
         not set. M(rlark.ops.rlark_record) O(rlark.ops.rlark_record#module:log_exports) moves them into the record.
     type: path
-  namespace:
-    description: Namespace of the workloads in the data-plane cluster (default C(rlark-system)).
-    type: str
   wait:
     description: Wait until no Pod CR remains, reading the logs on every poll.
     type: bool
