@@ -9,7 +9,14 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible_collections.rlark.ops.plugins.module_utils import continuity
-from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, head_pod_name, read_logs
+from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
+    LogSourceError,
+    cluster_of,
+    clusters_of,
+    head_pod_name,
+    read_logs,
+)
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import read_tree
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import LOG_SOURCE_OPTIONS, argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
@@ -58,6 +65,12 @@ class ActionModule(ActionBase):
         head = head_pod_name(p["name"], p["head_task"])
 
         def read():
+            clusters = p["clusters"]
+            if p["log_source"] == "kubeconfig" and not clusters:
+                # Each pod is read from the cluster its Task runs in: known once the controller placed the Task.
+                clusters = clusters_of(read_tree(client, p["name"], with_pods=False))
+                if cluster_of(head, clusters) is None:
+                    return {}
             return read_logs(
                 p["log_source"],
                 p["name"],
@@ -66,7 +79,7 @@ class ActionModule(ActionBase):
                 gateway_url=p["gateway_url"] or None,
                 kubeconfig=p["data_plane_kubeconfig"] or None,
                 kubeconfigs=p["data_plane_kubeconfigs"],
-                clusters=p["clusters"],
+                clusters=clusters,
                 namespace=p["namespace"] or None,
             )
 

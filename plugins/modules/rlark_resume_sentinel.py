@@ -24,6 +24,8 @@ description:
   - A scratch or load-failure line of RLinf, or a first step that is N+1 with other metrics, is left to the
     verification (M(rlark.ops.rlark_job_running) and the P(rlark.ops.resume_report#filter) filter), which also judges
     the whole continuity window.
+  - With O(log_source=kubeconfig) and no O(clusters), the head pod is read from the cluster its Task runs in (read
+    from the Job's Tasks until the controller placed them).
   - Runs entirely in an action plugin on the controller, where the log sources are read.
 author:
   - rlark.ops contributors (@rlark-ops)
