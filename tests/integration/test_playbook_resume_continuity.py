@@ -103,6 +103,14 @@ def test_a_correct_resume_is_continuity_exact(sandbox, tmp_path, jobs_api):
         assert all(old[s] == mine[s] for s in both)
         sentinel = w.records_of("resume-sentinel", job=new)[-1]
         assert sentinel["outcome"] == "continues" and sentinel["data"]["first_step"] == step + 1
+        # verify.yml alone judges the same continuity when told the original (its stop record is the reference).
+        resume_dir = "/data/rlinf/logs/%s/checkpoints/global_step_%d" % (w.name, step)
+        again = w.play(
+            "verify.yml", extra={"rlark_job_name": new, "rlark_resume_dir": resume_dir, "rlark_resume_source": w.name}
+        )
+        assert again.rc == 0, again
+        assert "continuity: continuity-exact" in all_output(again)
+        assert w.records_of("verify", job=new)[-1]["data"]["resume"]["continuity"]["verdict"] == "continuity-exact"
     finally:
         w.cleanup()
 
