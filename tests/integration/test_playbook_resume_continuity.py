@@ -62,11 +62,15 @@ def tables(text):
     return out
 
 
-def migrate_and_stop(w, sandbox, steps):
+def migrate_and_stop(w, sandbox, steps, pick=-1):
+    """Migrate, wait, guarded stop; the step to resume from (``pick`` of the checkpoints) and the new Job's name."""
     assert w.play("migrate.yml").rc == 0
     steps()
     stopped = w.play("guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra={"rlark_jobs": [w.name]})
     assert stopped.rc == 0, stopped
+    step = w.steps()[pick]
+    w.created.append("%s-r%d" % (w.name, step))
+    return step, w.created[-1]
 
 
 def new_root(sandbox, new):
@@ -76,10 +80,8 @@ def new_root(sandbox, new):
 def test_a_correct_resume_is_continuity_exact(sandbox, tmp_path, jobs_api):
     w = Workload(sandbox, tmp_path)
     try:
-        migrate_and_stop(w, sandbox, lambda: w.wait_steps(2))
-        step = w.steps()[-2]  # an older step: the old run logged the steps after it
-        new = "%s-r%d" % (w.name, step)
-        w.created.append(new)
+        # An older step: the old run logged the steps after it.
+        step, new = migrate_and_stop(w, sandbox, lambda: w.wait_steps(2), pick=-2)
         lost = w.records_of("stop")[-1]["data"]["lost_work"]
         assert lost["steps_after_checkpoint"] >= 0 and lost["seconds_from"], lost
         run = w.play("resume.yml", extra={"rlark_resume_source": w.name, "rlark_resume_step": step})
@@ -118,10 +120,7 @@ def test_a_correct_resume_is_continuity_exact(sandbox, tmp_path, jobs_api):
 def test_a_restart_from_scratch_is_stopped_before_its_first_save(sandbox, tmp_path, jobs_api):
     w = Workload(sandbox, tmp_path, mutate=with_env(SIM_TRAINER_FAULT="ignore-resume-dir"))
     try:
-        migrate_and_stop(w, sandbox, lambda: w.wait_steps(2))
-        step = w.steps()[-1]
-        new = "%s-r%d" % (w.name, step)
-        w.created.append(new)
+        step, new = migrate_and_stop(w, sandbox, lambda: w.wait_steps(2))
         before_job = job_fingerprint(jobs_api, w.name)
         before_tree = local_tree_hashes(w.checkpoints)
         run = w.play("resume.yml", extra={"rlark_resume_source": w.name})
@@ -132,7 +131,8 @@ def test_a_restart_from_scratch_is_stopped_before_its_first_save(sandbox, tmp_pa
         assert [(f["id"], f["severity"]) for f in sentinel["data"]["findings"]] == [
             ("resume-restarted-from-scratch", "error")
         ]
-        assert sentinel["data"]["first_step"] == 1 and sentinel["data"]["saved_before_decision"] is False
+        assert (sentinel["data"]["first_step"], sentinel["data"]["expected_first_step"]) == (1, step + 1)
+        assert sentinel["data"]["saved_before_decision"] is False
         assert jobs_api.get_cluster_custom_object(GROUP, VERSION, "jobs", new)["spec"]["stopped"] is True
         # Stopped before its first save: no checkpoint in its own directory, no save line in its log.
         root = new_root(sandbox, new)
@@ -148,10 +148,8 @@ def test_a_restart_from_scratch_is_stopped_before_its_first_save(sandbox, tmp_pa
 def test_a_resume_that_loads_another_step_breaks_continuity(sandbox, tmp_path, jobs_api):
     w = Workload(sandbox, tmp_path, mutate=with_env(SIM_TRAINER_FAULT="load-other-step"))
     try:
-        migrate_and_stop(w, sandbox, lambda: w.wait_steps(3))
-        step = w.steps()[-2]  # the trainer loads the step below it instead
-        new = "%s-r%d" % (w.name, step)
-        w.created.append(new)
+        # The trainer loads the step below the one named instead.
+        step, new = migrate_and_stop(w, sandbox, lambda: w.wait_steps(3), pick=-2)
         before_tree = local_tree_hashes(w.checkpoints)
         run = w.play("resume.yml", extra={"rlark_resume_source": w.name, "rlark_resume_step": step})
         assert run.rc != 0, run
@@ -174,14 +172,12 @@ def test_a_stop_exactly_at_the_checkpoint_is_unverifiable_not_a_pass(sandbox, tm
     # The old run hangs after logging step 6 (its second save): its log ends exactly at the checkpoint.
     w = Workload(sandbox, tmp_path, mutate=with_env(SIM_STALL_AFTER_STEP=6))
     try:
-        migrate_and_stop(
+        step, new = migrate_and_stop(
             w, sandbox, lambda: wait_for("step 6 logged", lambda: "Global Step: 6/" in log_of(sandbox, w.name), 120)
         )
-        assert w.steps()[-1] == 6
+        assert step == 6
         lost = w.records_of("stop")[-1]["data"]["lost_work"]
         assert lost["steps_after_checkpoint"] == 0 and lost["continuity_window"] is None, lost
-        new = "%s-r6" % w.name
-        w.created.append(new)
         run = w.play("resume.yml", extra={"rlark_resume_source": w.name})
         assert run.rc == 0, run
         verify = w.records_of("verify", job=new)[-1]["data"]
