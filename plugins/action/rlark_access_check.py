@@ -10,7 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils.access import ACCESS_CHECK_SPEC, run_access_check
+from ansible_collections.rlark.ops.plugins.module_utils.access import ACCESS_CHECK_SPEC, access_check
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import run_core
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_run import ControllerRunAction
 
 
@@ -18,4 +19,4 @@ class ActionModule(ControllerRunAction):
     OPTIONS = ACCESS_CHECK_SPEC
 
     def run_here(self, params, log):
-        return run_access_check(params, log=log)
+        return run_core(params, access_check, params["timeout"], log=log)

@@ -19,7 +19,12 @@ from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop import journal
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.policy import WHEN, StopPolicy
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.transaction import DEFAULT_DEADLINE, GuardedStop
-from ansible_collections.rlark.ops.plugins.module_utils.joblogs import SOURCES, clusters_of, export_logs, head_pod_name
+from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
+    LOG_SOURCE_SPEC,
+    clusters_of,
+    export_logs,
+    head_pod_name,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
@@ -45,11 +50,7 @@ SPEC = dict(
     next_checkpoint_poll=dict(type="float", default=0.25),
     done_markers=dict(type="list", elements="raw", default=[]),
     accept_truncated_logs=dict(type="bool", default=False),
-    log_source=dict(type="str", default="files", choices=list(SOURCES)),
-    logs_dir=dict(type="str"),
-    gateway_url=dict(type="str"),
-    data_plane_kubeconfig=dict(type="str"),
-    data_plane_kubeconfigs=dict(type="dict", default={}),
+    **LOG_SOURCE_SPEC,
     manifest=dict(type="dict", default={}),
     location=dict(type="dict", default={}),
     selection=dict(type="dict", default={}),
@@ -65,10 +66,7 @@ NOT_OK = ("refused", "failed", "stopped-unconfirmed")
 
 def log_reader(p, name, resource):
     """``read_logs(export_dir) -> read()`` for LogTail, and the expected size of the logs in bytes."""
-    pods = sorted(
-        ((pod.get("metadata") or {}).get("labels") or {}).get("rlark.io/local-pod-name") or ""
-        for pod in resource.get("pods") or []
-    )
+    pods = sorted(jobspec.pod_local_name(pod) or "" for pod in resource.get("pods") or [])
     pods = [pod for pod in pods if pod]
     head = head_pod_name(name, jobspec.head_task(resource.get("job") or {}).get("name") or "")
 

@@ -11,8 +11,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import NODE_MATCH_RULES, NODE_MATCH_SPEC
-from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, failure_result
-from ansible_collections.rlark.ops.plugins.module_utils.nodes import node_match
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import run_core
+from ansible_collections.rlark.ops.plugins.module_utils.nodes import node_match, node_match_timeout
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_run import ControllerRunAction
 
 
@@ -21,10 +21,4 @@ class ActionModule(ControllerRunAction):
     RULES = NODE_MATCH_RULES
 
     def run_here(self, params, log):
-        try:
-            outcome, failure = node_match(params, log=log)
-        except FAILURES as exc:
-            return failure_result(exc)
-        if failure:
-            outcome = dict(outcome, failed=True, msg=failure)
-        return outcome
+        return run_core(params, node_match, node_match_timeout(params), log=log)

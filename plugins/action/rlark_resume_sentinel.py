@@ -10,6 +10,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible_collections.rlark.ops.plugins.module_utils import continuity
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
+    LOG_SOURCE_SPEC,
     LogSourceError,
     cluster_of,
     clusters_of,
@@ -18,12 +19,14 @@ from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
 )
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import read_tree
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
-from ansible_collections.rlark.ops.plugins.module_utils.module_options import LOG_SOURCE_OPTIONS, argument_spec
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.resume_sentinel import watch
 
 SPEC = dict(
-    **LOG_SOURCE_OPTIONS,
+    **LOG_SOURCE_SPEC,
+    clusters=dict(type="dict", default={}),
+    namespace=dict(type="str"),
     name=dict(type="str", required=True),
     original=dict(type="str", required=True),
     step=dict(type="int", required=True),
@@ -108,4 +111,7 @@ class ActionModule(ActionBase):
             if client is not None:
                 result.update(call_counts(client))
                 client.close()
+        # What the resume-sentinel record keeps: the decision, and the old run's reference without its tables.
+        result["record"] = {k: v for k, v in result.items() if k not in ("old_run", "invocation")}
+        result["record"]["old_run"] = dict(reference, steps=len(reference["steps"]))
         return result

@@ -18,9 +18,14 @@ import tempfile
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError, export_logs, head_pod_name
+from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
+    LOG_SOURCE_SPEC,
+    LogSourceError,
+    export_logs,
+    head_pod_name,
+)
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
-from ansible_collections.rlark.ops.plugins.module_utils.module_options import LOG_SOURCE_OPTIONS, argument_spec
+from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import stop_with_logs
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
@@ -31,12 +36,14 @@ preload()
 display = Display()
 
 SPEC = dict(
-    **LOG_SOURCE_OPTIONS,
     name=dict(type="str", required=True),
     head_task=dict(type="str", required=True),
     pods=dict(type="list", elements="str", default=[]),
+    **LOG_SOURCE_SPEC,
+    clusters=dict(type="dict", default={}),
     accept_truncated_logs=dict(type="bool", default=False),
     export_dir=dict(type="path"),
+    namespace=dict(type="str"),
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=600),
     wait_sleep=dict(type="float", default=1.0),

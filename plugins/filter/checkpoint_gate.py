@@ -8,8 +8,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_summary import summarize as summarize_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import GATE_OPTIONS
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
-from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS
 
 # Gate options a caller may pass through: the step and the report size are the role's to set, and integrity is
 # set on its own so a resume never writes a manifest.

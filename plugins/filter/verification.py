@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts, verify
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec, role_verdicts, verify
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
 
@@ -55,7 +55,7 @@ def pod_names(pods):
     """Data-plane pod names (``rlark.io/local-pod-name``) of Pod CRs."""
     out = []
     for pod in plain(pods) or []:
-        name = ((pod.get("metadata") or {}).get("labels") or {}).get("rlark.io/local-pod-name")
+        name = jobspec.pod_local_name(pod)
         if name:
             out.append(name)
     return sorted(out)

@@ -20,17 +20,14 @@ description:
     which only has the last 1000 lines of Running pods.
   - With O(wait_for) it polls until every regex is found in the head pod's log, any O(stop_on)
     regex is found, or O(timeout) passes; the result says which.
+extends_documentation_fragment:
+  - rlark.ops.log_source.lookup
 options:
   _terms:
     description: Job names.
     required: true
     type: list
     elements: str
-  source:
-    description: Where the logs come from.
-    type: str
-    default: files
-    choices: [files, kubeconfig, gateway]
   logs_dir:
     description: Directory holding C(<job>/<pod>.log) for O(source=files).
     type: str

@@ -13,12 +13,7 @@ __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_GROUP as GROUP
-from ansible_collections.rlark.ops.plugins.module_utils.kube import (
-    ApiError,
-    KubeError,
-    client_from_params,
-)
-from ansible_collections.rlark.ops.plugins.module_utils.module_runner import call_counts, failure_result
+from ansible_collections.rlark.ops.plugins.module_utils.kube import ApiError
 
 ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 SELF_REVIEWS = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
@@ -111,21 +106,13 @@ ACCESS_CHECK_SPEC = dict(
 )
 
 
-def run_access_check(params, log=None):
-    """The rlark_access_check result for validated ``params`` (module and action plugin share it)."""
-    client = None
-    try:
-        client = client_from_params(params, timeout=params["timeout"], log=log)
-        if params.get("job"):
-            checked = check_job_access(client, params["job"])
-        else:
-            checked = {"identity": whoami(client), "allowed": [], "denied": [], "findings": [], "msg": ""}
-    except KubeError as exc:
-        return failure_result(exc, client)
-    finally:
-        if client is not None:
-            client.close()
-    result = dict(checked, changed=False, **call_counts(client))
+def access_check(client, params):
+    """The rlark_access_check result for validated ``params`` (the runner owns ``client``)."""
+    if params.get("job"):
+        checked = check_job_access(client, params["job"])
+    else:
+        checked = {"identity": whoami(client), "allowed": [], "denied": [], "findings": [], "msg": ""}
+    result = dict(checked, changed=False)
     if checked["denied"]:
         result["failed"] = True
     else:
@@ -137,8 +124,8 @@ __all__ = [
     "ACCESS_CHECK_SPEC",
     "GUARDED_STOP_CHECKS",
     "RBAC_DOC",
+    "access_check",
     "check_job_access",
     "may",
-    "run_access_check",
     "whoami",
 ]

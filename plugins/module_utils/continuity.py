@@ -27,7 +27,6 @@ import fnmatch
 import os
 import re
 
-import yaml
 from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding
 
 TABLE_STEP = re.compile(r"│\s*Global Step:\s*(\d+)/(\d+)")
@@ -255,7 +254,12 @@ def restart_verdict(old_steps, first_step, new_text, step, ignore=None):
 
 
 def old_run_log(records_dir, job, head_pod):
-    """The old run's head log as the newest stop record of ``job`` exported it: ``{record, file, text}`` or None."""
+    """The old run's head log as the newest stop record of ``job`` exported it: ``{record, file, text}`` or None.
+
+    Controller side only (the records are written there), hence the late import of PyYAML.
+    """
+    import yaml
+
     base = os.path.join(records_dir or "", job or "")
     runs = sorted(os.listdir(base)) if os.path.isdir(base) else []
     for run in reversed(runs):

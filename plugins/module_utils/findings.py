@@ -17,6 +17,14 @@ WARNING = "warning"
 SEVERITIES = (ERROR, WARNING)
 
 
+class Refused(Exception):
+    """The action is unsafe or pointless; ``findings`` says why (the runner renders them)."""
+
+    def __init__(self, message, findings):
+        super().__init__(message)
+        self.findings = findings
+
+
 def finding(id, message, severity=ERROR, path="", hint="", **extra):
     """Build one finding dict; ``path`` is a dotted/indexed location such as ``spec.tasks[0].name``.
 

@@ -22,6 +22,7 @@ import re
 import tempfile
 import time
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_VERSION
 from ansible_collections.rlark.ops.plugins.module_utils.kube import (
     Client,
@@ -38,6 +39,14 @@ except ImportError:  # pragma: no cover
     quote = None
 
 SOURCES = ("files", "kubeconfig", "gateway")
+# The options of every task that reads a Job's logs; documented once (doc_fragments/log_source.py).
+LOG_SOURCE_SPEC = dict(
+    log_source=dict(type="str", default="files", choices=list(SOURCES)),
+    logs_dir=dict(type="str"),
+    gateway_url=dict(type="str"),
+    data_plane_kubeconfig=dict(type="str"),
+    data_plane_kubeconfigs=dict(type="dict", default={}),
+)
 DATA_PLANE_NAMESPACE = "rlark-system"
 # RLark's gateway asks the kubelet for tailLines=1000 (rlark-platform.md, Logs).
 GATEWAY_TAIL_LINES = 1000
@@ -305,7 +314,7 @@ def clusters_of(resource):
     for pod in (resource or {}).get("pods") or []:
         meta = pod.get("metadata") or {}
         namespace = meta.get("namespace") or ""
-        local = (meta.get("labels") or {}).get("rlark.io/local-pod-name")
+        local = jobspec.pod_local_name(pod)
         if namespace.startswith("rlark-") and local:
             out[local] = namespace[len("rlark-") :]
     return out
@@ -343,7 +352,7 @@ def export_pod_log(client, pod, namespace, dest_dir, cluster=None):
     export = Export(pod, "kubeconfig", _export_path(dest_dir, pod), cluster=cluster)
     sink = LineSink(export, kubelet_stamps=True)
     try:
-        client.request("GET", path, [("container", "main"), ("timestamps", "true")], sink=sink)
+        client.request("GET", path, [("container", jobspec.MAIN_CONTAINER), ("timestamps", "true")], sink=sink)
     except KubeError as exc:
         sink.close()
         os.unlink(export.path)
@@ -408,7 +417,7 @@ def export_logs(source, job_name, dest_dir, pod_names=None, logs_dir=None, gatew
             namespace=kube.get("namespace"),
             timeout=kube.get("timeout"),
         )
-    raise LogSourceError("unknown log source %r (use one of %s)" % (source, ", ".join(SOURCES)))
+    raise LogSourceError("unknown log source %r: set rlark_log_source to one of %s" % (source, ", ".join(SOURCES)))
 
 
 def read_logs(source, job_name, pod_names=None, **options):
@@ -452,6 +461,7 @@ def wait_for_logs(read, pod, until, timeout, interval=1.0, clock=time.monotonic,
 __all__ = [
     "CONTAINER_START",
     "GATEWAY_TAIL_LINES",
+    "LOG_SOURCE_SPEC",
     "SOURCES",
     "Export",
     "LogSourceError",

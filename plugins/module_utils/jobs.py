@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils import jobspec
-from ansible_collections.rlark.ops.plugins.module_utils.findings import finding, has_errors
+from ansible_collections.rlark.ops.plugins.module_utils.findings import Refused, finding, has_errors
 from ansible_collections.rlark.ops.plugins.module_utils.job_diff import (
     normalised_spec,
     spec_merge_patch,
@@ -31,19 +31,11 @@ from ansible_collections.rlark.ops.plugins.module_utils.task_identity import (
 JOBS = resource_path("jobs")
 TASKS = resource_path("tasks")
 PODS = resource_path("pods")
-JOB_LABEL = "rlinf.io/job"
-POD_TASK_LABEL = "rlark.io/task-name"
+JOB_LABEL = jobspec.JOB_LABEL
+POD_TASK_LABEL = jobspec.TASK_NAME_LABEL
 TERMINAL_PHASES = ("Succeeded", "Failed")
 MAX_CONFLICT_RETRIES = 5
 POD_SELECTOR_CHUNK = 50
-
-
-class Refused(Exception):
-    """The action is unsafe or pointless; ``findings`` says why."""
-
-    def __init__(self, message, findings):
-        super().__init__(message)
-        self.findings = findings
 
 
 def job_path(name):
@@ -273,10 +265,7 @@ def pvc_claims(job):
             pvc = vol.get("persistentVolumeClaim")
             if pvc is None:
                 continue
-            claim = pvc.get("claimName") or "pvc-%s-%s" % (
-                task_object_name(job_name(job), tmpl.get("name")),
-                vol.get("name"),
-            )
+            claim = pvc.get("claimName") or jobspec.agent_claim_name(job_name(job), tmpl.get("name"), vol.get("name"))
             storage_map = jobspec.workload(tmpl).get("pvcStorageMap") or {}
             claims.append(
                 {
@@ -459,7 +448,7 @@ def read_many(client, jobs, with_nodes=True):
     pods = list_pods(client, all_task_names) if all_task_names else []
     pods_by_task = {}
     for pod in pods:
-        pods_by_task.setdefault(pod["metadata"].get("labels", {}).get(POD_TASK_LABEL), []).append(pod)
+        pods_by_task.setdefault(jobspec.pod_task_name(pod), []).append(pod)
     out = []
     for job in sorted(jobs, key=job_name):
         tasks = sorted(

@@ -1,6 +1,7 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The shape of an ``rlinf.io/v1alpha1`` Job: its task templates, its head task, their workload.
+"""The shape of an ``rlinf.io/v1alpha1`` Job: its task templates, its head task, their workload, and the
+live objects RLark makes of them (Task objects, Pod CRs, the agent's claims).
 
 Every reader of a Job spec walks it through these accessors, so there is one answer to "which task
 is the head" and one tolerant walk down ``kubernetes.workload.template.spec``. Each accessor accepts
@@ -15,6 +16,10 @@ API_GROUP = "rlinf.io"
 API_VERSION = API_GROUP + "/v1alpha1"
 KIND = "Job"
 MAIN_CONTAINER = "main"
+# Set by RLark on the objects it makes for a Job (rlark-platform.md: Task naming, Pod CRs).
+JOB_LABEL = "rlinf.io/job"
+TASK_NAME_LABEL = "rlark.io/task-name"
+LOCAL_POD_NAME_LABEL = "rlark.io/local-pod-name"
 
 
 def as_dict(value):
@@ -87,19 +92,50 @@ def volumes(task):
     return as_list(pod_spec(task).get("volumes"))
 
 
+def task_object_name(job_name_, task_name):
+    """The Task (and StatefulSet) name RLark derives from a Job and one of its templates."""
+    return "%s-%s" % (job_name_, task_name)
+
+
+def agent_claim_name(job_name_, task_name, volume):
+    """The claim RLark's agent creates for a PVC volume whose ``claimName`` is empty."""
+    return "pvc-%s-%s" % (task_object_name(job_name_, task_name), volume)
+
+
+def _labels(obj):
+    return as_dict(as_dict(as_dict(obj).get("metadata")).get("labels"))
+
+
+def pod_task_name(pod):
+    """The Task object a Pod CR belongs to (its ``rlark.io/task-name`` label), or None."""
+    return _labels(pod).get(TASK_NAME_LABEL)
+
+
+def pod_local_name(pod):
+    """The data-plane pod name of a Pod CR (``rlark.io/local-pod-name``, ``<task object>-<ordinal>``), or None."""
+    return _labels(pod).get(LOCAL_POD_NAME_LABEL)
+
+
 __all__ = [
     "API_GROUP",
     "API_VERSION",
+    "JOB_LABEL",
     "KIND",
+    "LOCAL_POD_NAME_LABEL",
     "MAIN_CONTAINER",
+    "TASK_NAME_LABEL",
+    "agent_claim_name",
     "containers",
     "head_index",
     "head_task",
     "job_name",
     "main_container",
+    "pod_local_name",
     "pod_spec",
+    "pod_task_name",
     "pod_template",
     "replicas",
+    "task_object_name",
     "tasks",
     "volumes",
     "workload",

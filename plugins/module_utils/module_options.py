@@ -53,15 +53,3 @@ def argument_spec(**module_options):
     spec = dict(AUTH_ARG_SPEC)
     spec.update(module_options)
     return spec
-
-
-# Where the controller reads a Job's pod logs (doc fragment rlark.ops.log_source).
-LOG_SOURCE_OPTIONS = dict(
-    log_source=dict(type="str", default="files", choices=["files", "kubeconfig", "gateway"]),
-    logs_dir=dict(type="str"),
-    gateway_url=dict(type="str"),
-    data_plane_kubeconfig=dict(type="str"),
-    data_plane_kubeconfigs=dict(type="dict", default={}),
-    clusters=dict(type="dict", default={}),
-    namespace=dict(type="str"),
-)

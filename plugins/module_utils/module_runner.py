@@ -3,9 +3,10 @@
 """How every API module and action plugin runs: one client per task, one mapping of failures.
 
 The kubernetes.core ``run_module`` pattern in small: ``with api_client(module, timeout) as client``
-builds the client from the module's auth options, closes it, and turns a refusal (``jobs.Refused``)
+builds the client from the module's auth options, closes it, and turns a refusal (``findings.Refused``)
 or a client error (``kube.KubeError``) into ``fail_json`` with the API call counts. Action plugins,
-which return their result instead of exiting, use :func:`failure_result` for the same mapping.
+which return their result instead of exiting, use :func:`run_core` (or :func:`failure_result`) for the
+same mapping. Core modules take a client and never import this runner.
 Plain Python: ``module`` is anything with ``params``, ``log`` and ``fail_json``.
 """
 
@@ -15,8 +16,7 @@ __metaclass__ = type
 
 import contextlib
 
-from ansible_collections.rlark.ops.plugins.module_utils.findings import render
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused
+from ansible_collections.rlark.ops.plugins.module_utils.findings import Refused, render
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError, client_from_params
 
 FAILURES = (Refused, KubeError)
@@ -70,4 +70,38 @@ def api_client(module, timeout, log=None):
         client.close()
 
 
-__all__ = ["FAILURES", "api_client", "call_counts", "failure_result", "reported_failures"]
+def run_core(params, core, timeout, log=None):
+    """``core(client, params)``'s result, with a client for ``params`` that lives for the call.
+
+    The action-plugin twin of :func:`api_client`: a refusal or client error becomes the failed result
+    :func:`failure_result` builds, and the API call counts join every result.
+    """
+    client = None
+    try:
+        client = client_from_params(params, timeout=timeout, log=log)
+        result = core(client, params)
+    except FAILURES as exc:
+        return failure_result(exc, client)
+    finally:
+        if client is not None:
+            client.close()
+    return dict(result, **call_counts(client))
+
+
+def run_module_core(module, core, timeout):
+    """:func:`run_core` for a module: exits with its result (``fail_json`` when it says ``failed``)."""
+    result = run_core(module.params, core, timeout, log=module.log)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+__all__ = [
+    "FAILURES",
+    "api_client",
+    "call_counts",
+    "failure_result",
+    "reported_failures",
+    "run_core",
+    "run_module_core",
+]

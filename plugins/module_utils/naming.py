@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -23,9 +24,7 @@ JOB_NAME_MAX = 63
 HEAD_SERVICE_SUFFIX = "-ray-head"
 
 
-def task_object_name(job_name, task_name):
-    """The Task (and StatefulSet) name RLark derives from a Job and one of its templates."""
-    return "%s-%s" % (job_name, task_name)
+task_object_name = jobspec.task_object_name
 
 
 def name_findings(job_name, task_names):

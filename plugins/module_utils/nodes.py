@@ -18,8 +18,6 @@ import threading
 from ansible_collections.rlark.ops.plugins.module_utils.findings import has_errors, render
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import POD_TASK_LABEL, get_job, list_pods
 from ansible_collections.rlark.ops.plugins.module_utils.kube import (
-    KubeError,
-    client_from_params,
     resource_path,
 )
 from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
@@ -108,25 +106,17 @@ def read_own_usage(client, name):
     return own_usage(requests, list_pods(client, sorted(requests)) if requests else [])
 
 
-def node_match(params, log=None):
-    """The whole ``rlark_node_match`` run on plain parameters (module or action plugin).
+def node_match(client, params):
+    """The whole ``rlark_node_match`` result on plain parameters (the runner owns ``client``).
 
-    Returns ``(result, failure_message)``; ``failure_message`` is None unless the task must fail.
-    API errors propagate as ``kube.KubeError`` (with the client's call counts in ``exc.counts``).
+    ``failed`` and ``msg`` are set when the task must fail (an error finding with ``fail_on_findings``).
     """
     job = params.get("job")
     tasks = selectors_from_job(job) if job else params.get("selectors") or []
     path_prefix = "spec.tasks" if job else "selectors"
-    client = client_from_params(params, timeout=params.get("timeout") or 120, log=log)
-    try:
-        wanted = [placement_label_selector(t.get("selector")) for t in tasks if t.get("selector")]
-        nodes_by_selector, resource_version = fetch_node_matches(client, wanted)
-        own_used = read_own_usage(client, params["own_job"]) if params.get("own_job") else None
-    except KubeError as exc:
-        exc.counts = {"api_calls": client.api_calls, "api_retries": client.retries}
-        raise
-    finally:
-        client.close()
+    wanted = [placement_label_selector(t.get("selector")) for t in tasks if t.get("selector")]
+    nodes_by_selector, resource_version = fetch_node_matches(client, wanted)
+    own_used = read_own_usage(client, params["own_job"]) if params.get("own_job") else None
     entries, findings = prove_selectors(
         tasks,
         nodes_by_selector,
@@ -144,13 +134,12 @@ def node_match(params, log=None):
         "tasks": entries,
     }
     ok = not has_errors(findings)
-    result = {
-        "changed": False,
-        "proof": proof,
-        "findings": findings,
-        "ok": ok,
-        "api_calls": client.api_calls,
-        "api_retries": client.retries,
-    }
-    failure = render(findings, "selector proof") if params.get("fail_on_findings", True) and not ok else None
-    return result, failure
+    result = {"changed": False, "proof": proof, "findings": findings, "ok": ok}
+    if params.get("fail_on_findings", True) and not ok:
+        result.update(failed=True, msg=render(findings, "selector proof"))
+    return result
+
+
+def node_match_timeout(params):
+    """The client timeout of a node-match run (the option may be left unset by callers)."""
+    return params.get("timeout") or 120

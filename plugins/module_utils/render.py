@@ -18,12 +18,13 @@ __metaclass__ = type
 import re
 import shlex
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.jobspec import API_VERSION, KIND
 from ansible_collections.rlark.ops.plugins.module_utils.labels import render_metadata
 
 WORKLOAD_KIND = "StatefulSet"
 AGENT_TYPE = "Kubernetes"
-CONTAINER = "main"
+CONTAINER = jobspec.MAIN_CONTAINER
 TASK_ROLE_ENV = "RLARK_TASK_ROLE"
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -88,8 +89,8 @@ def volume_name(mount, used):
 
 
 def claim_name(job_name, task_name, volume):
-    """Explicit claim name in the console's pattern, so pvcStorageMap has a stable key."""
-    return "pvc-%s-%s-%s" % (job_name, task_name, volume)
+    """Explicit claim name in the pattern RLark's agent uses for an empty one, so pvcStorageMap has a stable key."""
+    return jobspec.agent_claim_name(job_name, task_name, volume)
 
 
 def _scalar(value):

@@ -215,7 +215,7 @@ def stop_with_logs(
     refuses the stop with finding ``log-export-truncated`` unless ``accept_truncated``; ``ready(head_log)
     -> reason`` judges the head log read then: a non-empty reason sends no stop and returns ``msg``
     without ``patched_at``. ``clocks`` (``clock``, ``sleep``) go to the Waiter (tests). Raises
-    ``jobs.Refused`` and ``kube.KubeError`` as the stop does.
+    ``findings.Refused`` and ``kube.KubeError`` as the stop does.
     """
     export_dir = export_dir or tempfile.mkdtemp(prefix="rlark-stop-logs-")
     tail = LogTail(read, export_dir)

@@ -112,7 +112,7 @@ def build(resource, manifest=None, location=None, gate=None):
         ],
         "pods": [
             {
-                "name": ((p.get("metadata") or {}).get("labels") or {}).get("rlark.io/local-pod-name"),
+                "name": jobspec.pod_local_name(p),
                 "node": (p.get("status") or {}).get("node"),
                 "phase": (p.get("status") or {}).get("phase"),
             }

@@ -13,11 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 from ansible_collections.rlark.ops.plugins.module_utils.naming import task_object_name
 
 DEFAULT_NAMESPACE = "default"
-POD_TASK_LABEL = "rlark.io/task-name"
 
 
 def task_key(task):
@@ -29,10 +29,7 @@ def pods_of(task, pods):
     """The Pod CRs of one Task: its namespace and its name (label rlark.io/task-name)."""
     namespace, name = task_key(task)
     return [
-        p
-        for p in pods
-        if (p.get("metadata") or {}).get("namespace") == namespace
-        and ((p.get("metadata") or {}).get("labels") or {}).get(POD_TASK_LABEL) == name
+        p for p in pods if (p.get("metadata") or {}).get("namespace") == namespace and jobspec.pod_task_name(p) == name
     ]
 
 

@@ -14,8 +14,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils import jobspec
-from ansible_collections.rlark.ops.plugins.module_utils.findings import finding, has_errors
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused, job_name
+from ansible_collections.rlark.ops.plugins.module_utils.findings import Refused, finding, has_errors
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import job_name
 from ansible_collections.rlark.ops.plugins.module_utils.nodes import fetch_node_matches
 from ansible_collections.rlark.ops.plugins.module_utils.selectors import resolution_selector, whitespace_findings
 

@@ -78,16 +78,14 @@ findings:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rlark.ops.plugins.module_utils.access import ACCESS_CHECK_SPEC, run_access_check
+from ansible_collections.rlark.ops.plugins.module_utils.access import ACCESS_CHECK_SPEC, access_check
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import run_module_core
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(**ACCESS_CHECK_SPEC), supports_check_mode=True)
-    result = run_access_check(module.params, log=module.log)
-    if result.get("failed"):
-        module.fail_json(**result)
-    module.exit_json(**result)
+    run_module_core(module, access_check, module.params["timeout"])
 
 
 if __name__ == "__main__":

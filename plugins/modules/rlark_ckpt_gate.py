@@ -374,125 +374,9 @@ steps:
       findings: []
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
-from ansible_collections.rlark.ops.plugins.module_utils.s3_options import S3_ARG_SPEC
-
-GATE_OPTIONS = (
-    "runner",
-    "backend",
-    "actor_world_size",
-    "tensor_parallel",
-    "pipeline_parallel",
-    "expert_parallel",
-    "critic",
-    "full_weights",
-    "step",
-    "quiet_seconds",
-    "verify_payloads",
-    "full_report",
-)
-
-
-def argument_spec():
-    return dict(
-        path=dict(type="path"),
-        s3=dict(type="dict", options=S3_ARG_SPEC),
-        runner=dict(type="str", default=layouts.AUTO, choices=[layouts.AUTO, *layouts.RUNNERS]),
-        backend=dict(type="str", default=layouts.AUTO, choices=[layouts.AUTO, *layouts.BACKENDS]),
-        actor_world_size=dict(type="int"),
-        tensor_parallel=dict(type="int"),
-        pipeline_parallel=dict(type="int"),
-        expert_parallel=dict(type="int"),
-        critic=dict(type="bool"),
-        full_weights=dict(type="bool", default=True),
-        step=dict(type="str", default="latest"),
-        quiet_seconds=dict(type="int", default=120),
-        verify_payloads=dict(type="bool", default=True),
-        full_report=dict(type="bool", default=False),
-        integrity=dict(type="str", default="off", choices=["off", "write", "verify"]),
-        integrity_path=dict(type="path"),
-        integrity_store=dict(type="str", default="file", choices=["file", "result"]),
-        integrity_manifest=dict(type="dict"),
-        hash_workers=dict(type="int"),
-        fail_when_incomplete=dict(type="bool", default=True),
-        wait_timeout=dict(type="int", default=0),
-        wait_interval=dict(type="float", default=5.0),
-        after_step=dict(type="int"),
-        newest_complete=dict(type="bool", default=True),
-    )
-
-
-def open_source(module):
-    if not module.params["path"]:
-        from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import import_boto3
-
-        try:
-            import_boto3()
-        except ImportError as exc:
-            module.fail_json(msg=missing_required_lib("boto3"), exception=str(exc))
-    return source_from_params(module.params)
-
-
-WAIT_OPTIONS = ("wait_timeout", "wait_interval", "after_step", "newest_complete")
-
-
-def judge(module, source, options):
-    """(gate result, why the wait condition does not hold or ''), waiting inside this run when asked."""
-    p = module.params
-    if not p["wait_timeout"] and p["after_step"] is None:
-        return run_gate(source, options), ""
-    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import normalize_options
-    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import (
-        not_ready_reason,
-        satisfied,
-        wait_for_gate,
-    )
-
-    normalize_options(options)  # a wrong option fails now, not after the whole wait
-
-    def once():
-        try:
-            return run_gate(source, options)
-        except layouts.LayoutError:
-            raise
-        except layouts.GateError as exc:  # nothing saved yet: keep waiting
-            return {"msg": str(exc)}
-
-    after = -1 if p["after_step"] is None else p["after_step"]
-    wait = dict(newer_than=after, newest_complete=p["newest_complete"])
-    waited = wait_for_gate(once, timeout=p["wait_timeout"], interval=p["wait_interval"], **wait)
-    if "complete" not in waited:  # never got a gate result: nothing saved under the root yet
-        why = "%s %s" % (waited.get("wait_msg", ""), waited.pop("msg", ""))
-        module.fail_json(msg=why.strip(), changed=False, **waited)
-    done, state = satisfied(waited, **wait)
-    if done:
-        return waited, ""
-    if waited["timed_out"]:
-        return waited, not_ready_reason(waited, **wait)
-    return waited, "Waited for %s, not there yet (wait_timeout=%d): %s" % (waited["wait_for"], p["wait_timeout"], state)
-
-
-def apply_integrity(module, source, result):
-    """Write or verify the integrity manifest of the chosen step; True when a manifest was written."""
-    p = module.params
-    if p["integrity"] == "off":
-        return False
-    # hashlib and the thread pool are imported only when asked for: the plain gate stays light to start
-    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity
-
-    return integrity.apply(
-        source,
-        result,
-        p["integrity"],
-        path=p["integrity_path"],
-        manifest=p["integrity_manifest"],
-        workers=p["hash_workers"],
-        check_mode=module.check_mode,
-        store=p["integrity_store"],
-    )
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_task import gate_task
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import argument_spec
 
 
 def main():
@@ -502,25 +386,10 @@ def main():
         required_one_of=[("path", "s3")],
         supports_check_mode=True,
     )
-    p = module.params
-    for name in ("hash_workers",):
-        if p[name] is not None and p[name] < 1:
-            module.fail_json(msg="%s must be at least 1, got %d" % (name, p[name]))
-    if p["wait_timeout"] < 0 or p["wait_interval"] <= 0:
-        module.fail_json(msg="wait_timeout must not be negative and wait_interval must be above 0")
-    try:
-        source = open_source(module)
-        result, not_ready = judge(module, source, {name: p[name] for name in GATE_OPTIONS})
-        changed = apply_integrity(module, source, result)
-    except layouts.GateError as exc:
-        module.fail_json(msg=str(exc), changed=False)
-    except OSError as exc:
-        module.fail_json(msg="integrity manifest: %s" % exc, changed=False)
-    if not_ready and p["fail_when_incomplete"]:
-        module.fail_json(msg=not_ready, changed=changed, **result)
-    if not result["complete"] and p["fail_when_incomplete"]:
-        module.fail_json(msg=incomplete_message(result), changed=changed, **result)
-    module.exit_json(changed=changed, **result)
+    result = gate_task(module.params, check_mode=module.check_mode)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

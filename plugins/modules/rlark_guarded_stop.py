@@ -31,6 +31,7 @@ author:
   - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.auth
+  - rlark.ops.log_source
 attributes:
   check_mode:
     support: full
@@ -101,24 +102,6 @@ options:
     description: Stop even when a log export is truncated (C(rlark_accept_truncated_logs)).
     type: bool
     default: false
-  log_source:
-    description: Where the logs come from (C(rlark_log_source)).
-    type: str
-    default: files
-    choices: [files, kubeconfig, gateway]
-  logs_dir:
-    description: Directory of C(<job>/<pod>.log) for O(log_source=files) (C(rlark_logs_dir)).
-    type: str
-  gateway_url:
-    description: RLark gateway base URL for O(log_source=gateway).
-    type: str
-  data_plane_kubeconfig:
-    description: Data-plane kubeconfig for O(log_source=kubeconfig) (clusters not in O(data_plane_kubeconfigs)).
-    type: str
-  data_plane_kubeconfigs:
-    description: Data-plane cluster ID to kubeconfig path.
-    type: dict
-    default: {}
   manifest:
     description: The launch manifest (code ref, data version, image digests) for the record.
     type: dict

@@ -196,17 +196,13 @@ from ansible_collections.rlark.ops.plugins.module_utils.module_options import (
     NODE_MATCH_SPEC,
     argument_spec,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.module_runner import reported_failures
-from ansible_collections.rlark.ops.plugins.module_utils.nodes import node_match
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import run_module_core
+from ansible_collections.rlark.ops.plugins.module_utils.nodes import node_match, node_match_timeout
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(**NODE_MATCH_SPEC), supports_check_mode=True, **NODE_MATCH_RULES)
-    with reported_failures(module):
-        result, failure = node_match(module.params, log=module.log)
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    run_module_core(module, node_match, node_match_timeout(module.params))
 
 
 if __name__ == "__main__":

@@ -71,6 +71,15 @@ options:
     description: The records directory (C(rlark_records_dir)) holding the original's stop records.
     type: path
     required: true
+  clusters:
+    description:
+      - Pod or Task object name to the data-plane cluster ID it runs in (P(rlark.ops.log_clusters#filter)); with
+        O(log_source=kubeconfig) and none given, read from the Job's Tasks.
+    type: dict
+    default: {}
+  namespace:
+    description: Namespace of the workloads in the data-plane cluster (default C(rlark-system)).
+    type: str
   timeout:
     description: Seconds to wait for the first logged step; without one the sentinel decides nothing.
     type: float
@@ -145,6 +154,10 @@ original_job:
   description: The original Job (never patched).
   returned: when watched
   type: str
+record:
+  description: What a record of the decision keeps (every other return value; C(old_run) with the number of steps).
+  returned: always
+  type: dict
 old_run:
   description:
     - The old run's reference, C(record) and C(file) (its stop record and head-log export, null when none),

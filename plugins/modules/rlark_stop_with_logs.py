@@ -55,6 +55,13 @@ options:
     type: list
     elements: str
     default: []
+  clusters:
+    description:
+      - Pod or Task object name to the data-plane cluster ID it runs in (the P(rlark.ops.log_clusters#filter) filter
+        of the Job's Tasks and Pod CRs); a pod not listed is looked up by its Task's name (the pod name without its
+        ordinal).
+    type: dict
+    default: {}
   accept_truncated_logs:
     description:
       - Stop even when an export is truncated (the gateway's 1000-line limit); RV(log_exports) then says
@@ -66,6 +73,9 @@ options:
       - Directory for the export files (a new hidden directory is made in it); the system temporary directory when
         not set. M(rlark.ops.rlark_record) O(rlark.ops.rlark_record#module:log_exports) moves them into the record.
     type: path
+  namespace:
+    description: Namespace of the workloads in the data-plane cluster (default C(rlark-system)).
+    type: str
   wait:
     description: Wait until no Pod CR remains, reading the logs on every poll.
     type: bool

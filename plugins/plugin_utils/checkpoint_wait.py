@@ -16,10 +16,11 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import GATE_OPTIONS, WAIT_OPTIONS
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import argument_spec as gate_spec
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import wait_for_gate
-from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import GATE_OPTIONS, WAIT_OPTIONS
-from ansible_collections.rlark.ops.plugins.modules.rlark_ckpt_gate import argument_spec as gate_spec
+from ansible_collections.rlark.ops.plugins.plugin_utils.in_worker import runs_in_worker
 
 WAIT_SPEC = dict(
     newer_than=dict(type="int", default=-1),
@@ -47,7 +48,7 @@ def checkpoint_wait(action, args, task_vars, progress=None):
     params = checked.validated_parameters
     gate_args = {k: v for k, v in args.items() if k not in WAIT_SPEC and k not in INTEGRITY_ARGS}
     gate_args["fail_when_incomplete"] = False
-    in_process = action._connection.transport == "local" and not any(action._task.environment or [])
+    in_process = runs_in_worker(action)
 
     def judge():
         if not in_process:

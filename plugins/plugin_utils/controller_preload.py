@@ -19,11 +19,16 @@ __metaclass__ = type
 import importlib
 import pkgutil
 
-PACKAGES = ("ansible_collections.rlark.ops.plugins.filter", "ansible_collections.rlark.ops.plugins.lookup")
+# The lookup's documentation extends a doc fragment, which the lookup loader imports with it.
+PACKAGES = (
+    "ansible_collections.rlark.ops.plugins.filter",
+    "ansible_collections.rlark.ops.plugins.lookup",
+    "ansible_collections.rlark.ops.plugins.doc_fragments",
+)
 
 
 def preload():
-    """Import every filter and lookup plugin file of the collection (cheap once they are imported)."""
+    """Import every filter, lookup and doc fragment file of the collection (cheap once they are imported)."""
     for name in PACKAGES:
         package = importlib.import_module(name)
         for info in pkgutil.iter_modules(package.__path__, name + "."):

@@ -6,7 +6,7 @@ A read-only API task on a local connection runs in the controller's worker proce
 packaging, no second Python start-up, no re-import of ansible): that overhead is most of a module
 task's time. On any other connection, or with a task ``environment`` (it may set ``K8S_AUTH_*`` for
 the module), the module runs on the target as usual, so the documented behaviour never depends on
-where the task is delegated.
+where the task is delegated (``in_worker.py``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,6 +17,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
+from ansible_collections.rlark.ops.plugins.plugin_utils.in_worker import runs_in_worker
 
 # Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
 preload()
@@ -36,8 +37,7 @@ class ControllerRunAction(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        # ``environment`` defaults to ``[{}]``; any real entry may set K8S_AUTH_* for the module.
-        if self._connection.transport != "local" or any(self._task.environment or []):
+        if not runs_in_worker(self):
             result.update(self._execute_module(module_args=self._task.args, task_vars=task_vars))
             return result
         params = self.validate_argument_spec(argument_spec=argument_spec(**self.OPTIONS), **self.RULES)[1]

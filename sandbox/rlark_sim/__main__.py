@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from .agent import SYSTEM_NS, Agent, pod_task_key
+from .agent import Agent
 from .collector import GarbageCollector
 from .controller import Controller, NodeIndex
 from .dataplane import DataPlane
@@ -17,6 +17,7 @@ from .gateway import GatewayServer
 from .kube import ApiError, Informer, Kube, core_path, crd_path, wait_synced
 from .storage import S3Settings
 from .trainer import TrainerManager, pod_log_path
+from .workload import SYSTEM_NS, pod_task_key
 
 log = logging.getLogger("rlark_sim")
 
@@ -132,17 +133,9 @@ def run_controller(controller, informers, wake, stopping, record, tick):
         wake.wait(min(tick, 0.005 * 2**failures) if failures else tick)
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stdout,
-    )
+def start_parts(args, kube, wake, controller_wake):
+    """(informers, controller or None, the parts one main pass reconciles, trainers or None)."""
     state_dir = os.path.abspath(args.state_dir)
-    kube = Kube(args.kubeconfig)
-    wake = threading.Event()
-    controller_wake = threading.Event()  # Job and Task events wake the controller's loop too
     jobs = Informer(kube, crd_path("jobs"), [wake, controller_wake], name="jobs").start()
     tasks = Informer(kube, crd_path("tasks"), [wake, controller_wake], name="tasks").start()
     nodes = Informer(kube, crd_path("nodes"), wake, name="nodes").start()
@@ -175,16 +168,7 @@ def main(argv=None):
         data_plane = DataPlane(conf, tasks, nodes, pods, lambda task, local: pod_log_path(state_dir, task, local))
     if args.gateway_port:
         GatewayServer(args.gateway_port, kube, data_plane.clients() if data_plane else {}).start()
-    stopping = threading.Event()
-
-    def on_signal(signum, _frame):
-        log.info("signal %d: exiting", signum)
-        stopping.set()
-        wake.set()
-        controller_wake.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    parts = [part for part in (collector, agent, trainers, data_plane) if part is not None]
     log.info(
         "rlark-sim running (controller=%s resolution=%s gc=%s agent=%s trainer=%s grace=%ss tick=%ss)",
         controller is not None,
@@ -195,9 +179,33 @@ def main(argv=None):
         args.grace_seconds,
         args.tick_seconds,
     )
-    record = PassRecord(state_dir, ["main", "controller"] if controller is not None else ["main"])
+    return informers, controller, parts, trainers
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stdout,
+    )
+    kube = Kube(args.kubeconfig)
+    wake = threading.Event()
+    controller_wake = threading.Event()  # Job and Task events wake the controller's loop too
+    informers, controller, parts, trainers = start_parts(args, kube, wake, controller_wake)
+    stopping = threading.Event()
+
+    def on_signal(signum, _frame):
+        log.info("signal %d: exiting", signum)
+        stopping.set()
+        wake.set()
+        controller_wake.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    record = PassRecord(os.path.abspath(args.state_dir), ["main", "controller"] if controller is not None else ["main"])
     if controller is not None:
-        ctrl_informers = [jobs, tasks, nodes]
+        ctrl_informers = informers[:3]  # jobs, tasks, nodes
         threading.Thread(
             target=run_controller,
             args=(controller, ctrl_informers, controller_wake, stopping, record, args.tick_seconds),
@@ -208,9 +216,7 @@ def main(argv=None):
         wake.clear()
         token = record.begin()
         seen = {inf.name: inf.seen_rv for inf in informers}
-        for part in (collector, agent, trainers, data_plane):
-            if part is None:
-                continue
+        for part in parts:
             try:
                 part.reconcile_all()
             except Exception:

@@ -8,7 +8,6 @@ Real pieces: the StatefulSet (validated by the API server), the head Service, ag
 import copy
 import datetime
 import fnmatch
-import hashlib
 import json
 import logging
 import os
@@ -16,328 +15,36 @@ import time
 import uuid
 
 from .kube import ApiError, core_path, crd_path
+from .scheduling import (
+    ANN_BASE_USED,
+    ANN_REQUESTS,
+    DEFAULT_CR_ONLY_LABELS,
+    ineligibility,
+    parse_quantity,
+    pod_ip,
+    pod_requests,
+    pod_requests_of_cr,
+)
+from .workload import (
+    LOCAL_NAME_LABEL,
+    LOCAL_NS_LABEL,
+    SYSTEM_NS,
+    TASK_NAME_LABEL,
+    WORKLOAD_PLURALS,
+    build_head_service,
+    build_workload,
+    is_cluster_namespace,
+    is_head,
+    ordinal_of,
+    pvc_claims,
+    replicas_of,
+    workload_of,
+)
 
 log = logging.getLogger("rlark_sim.agent")
 
-SYSTEM_NS = "rlark-system"
 FINALIZER = "rlark.io/agent-cleanup"
-TASK_NAME_LABEL = "rlark.io/task-name"
-LOCAL_NAME_LABEL = "rlark.io/local-pod-name"
-LOCAL_NS_LABEL = "rlark.io/local-pod-namespace"
 ANN_STOPPING = "rlark-sim.rlinf.io/stopping-since"
-ANN_REQUESTS = "rlark-sim.rlinf.io/requests"
-ANN_BASE_USED = "rlark-sim.rlinf.io/base-used"
-HOSTNAME = "kubernetes.io/hostname"
-# Labels that exist only on the Node CR, never on the data-plane node (the scheduler cannot see them).
-DEFAULT_CR_ONLY_LABELS = ("rlark.io/cluster-id", "rlark.io/agent-type")
-
-
-def pod_task_key(pod):
-    """Index key of a Pod CR: (namespace, Task name) from its rlark.io/task-name label."""
-    task_name = (pod["metadata"].get("labels") or {}).get(TASK_NAME_LABEL)
-    return (pod["metadata"].get("namespace"), task_name) if task_name else None
-
-
-def is_cluster_namespace(namespace):
-    return bool(namespace) and namespace.startswith("rlark-") and namespace != SYSTEM_NS
-
-
-def workload_of(task):
-    return ((task.get("spec") or {}).get("kubernetes") or {}).get("workload")
-
-
-def replicas_of(workload):
-    replicas = workload.get("replicas")
-    return 1 if replicas is None else int(replicas)
-
-
-def is_head(task):
-    return (task["metadata"].get("annotations") or {}).get("rlark.io/ray-role") == "head"
-
-
-def _set_env(container, name, value=None, field=None):
-    env = [e for e in container.get("env") or [] if e.get("name") != name]
-    item = {"name": name}
-    if field:
-        item["valueFrom"] = {"fieldRef": {"fieldPath": field}}
-    else:
-        item["value"] = "" if value is None else str(value)
-    env.append(item)
-    container["env"] = env
-
-
-def pvc_claims(task):
-    """(volume name, claim name, storage class) for each PVC volume; empty claimName -> pvc-<task>-<volume>."""
-    workload = workload_of(task) or {}
-    storage_map = workload.get("pvcStorageMap") or {}
-    name = task["metadata"]["name"]
-    out = []
-    for vol in ((workload.get("template") or {}).get("spec") or {}).get("volumes") or []:
-        pvc = vol.get("persistentVolumeClaim")
-        if pvc is None:
-            continue
-        claim = pvc.get("claimName") or "pvc-%s-%s" % (name, vol.get("name"))
-        out.append((vol.get("name"), claim, storage_map.get(pvc.get("claimName") or claim)))
-    return out
-
-
-WORKLOAD_PLURALS = {"StatefulSet": "statefulsets", "Deployment": "deployments", "DaemonSet": "daemonsets"}
-
-
-def workload_kind(task):
-    return (workload_of(task) or {}).get("kind") or "StatefulSet"
-
-
-def effective_stopped(task):
-    """replicas 0 stops StatefulSets and Deployments; DaemonSets ignore it (RLark never scales them)."""
-    workload = workload_of(task)
-    return workload is not None and workload_kind(task) != "DaemonSet" and replicas_of(workload) == 0
-
-
-def build_workload(task, privileged=True):
-    """The workload (StatefulSet, Deployment or DaemonSet, as the Task says) RLark's agent would apply in
-    rlark-system, with the mutations that matter."""
-    meta = task["metadata"]
-    spec = task.get("spec") or {}
-    name = meta["name"]
-    ann = meta.get("annotations") or {}
-    head = is_head(task)
-    workload = workload_of(task)
-    template = copy.deepcopy(workload.get("template") or {})
-    tmeta = template.setdefault("metadata", {})
-    labels = dict(tmeta.get("labels") or {})
-    labels["app"] = name
-    tmeta["labels"] = labels
-    tann = dict(tmeta.get("annotations") or {})
-    tann.update(
-        {
-            "rlark.io/management-task-name": name,
-            "rlark.io/management-task-namespace": meta.get("namespace", ""),
-            "rlark.io/management-task-domain": spec.get("domain", ""),
-        }
-    )
-    tmeta["annotations"] = tann
-    pod = template.setdefault("spec", {})
-    script_cm = "ray-head-init" if head else "ray-worker-init"
-    for container in pod.get("containers") or []:
-        if container.get("name") != "main":
-            continue
-        container["command"] = ["bash", "/rlark/scripts/%s" % ("ray_head.sh" if head else "ray_worker.sh")]
-        _set_env(container, "RLARK_RAY_PORT", "6379")
-        _set_env(container, "RLARK_PREPARE_SCRIPT", spec.get("prepareScript", ""))
-        _set_env(container, "RLARK_SSH_PUBLIC_KEY", spec.get("sshPublicKey", ""))
-        _set_env(container, "RLARK_NODE_RANK_START", ann.get("rlark.io/ray-node-rank-start", "0"))
-        _set_env(container, "POD_NAME", field="metadata.name")
-        if head:
-            _set_env(container, "RLARK_RUN_SCRIPT", spec.get("runScript", ""))
-            _set_env(container, "RLARK_TOTAL_NODES", ann.get("rlark.io/ray-total-nodes", "1"))
-            _set_env(container, "RLARK_NODE_IP", field="status.podIP")
-            _set_env(container, "RLARK_DOMAIN", spec.get("domain", ""))
-        else:
-            head_task = ann.get("rlark.io/ray-head-task-name", "")
-            addr = "%s-0.rlark-domain" % head_task if spec.get("domain") else "%s-ray-head" % head_task
-            _set_env(container, "RLARK_HEAD_ADDRESS", addr)
-        mounts = [m for m in container.get("volumeMounts") or [] if m.get("mountPath") != "/rlark/scripts"]
-        mounts.append({"name": "rlark-ray-scripts", "mountPath": "/rlark/scripts"})
-        container["volumeMounts"] = mounts
-    if any(c.get("name") == "main" for c in pod.get("containers") or []):
-        volumes = [v for v in pod.get("volumes") or [] if v.get("name") != "rlark-ray-scripts"]
-        volumes.append({"name": "rlark-ray-scripts", "configMap": {"name": script_cm, "defaultMode": 0o755}})
-        pod["volumes"] = volumes
-    for vol, claim, _cls in pvc_claims(task):
-        for v in pod.get("volumes") or []:
-            if v.get("name") == vol:
-                v["persistentVolumeClaim"]["claimName"] = claim
-    for container in (pod.get("containers") or []) + (pod.get("initContainers") or []):
-        if privileged:
-            sc = dict(container.get("securityContext") or {})
-            sc["privileged"] = True
-            container["securityContext"] = sc
-    selector = spec.get("nodeSelector") or {}
-    singles = {k: v for k, v in selector.items() if "," not in str(v)}
-    commas = {k: v for k, v in selector.items() if "," in str(v)}
-    affinity = pod.setdefault("affinity", {})
-    if singles:
-        pod["nodeSelector"] = dict(singles)
-    if commas:
-        # One term per key: Kubernetes ORs nodeSelectorTerms (RLark's behaviour, kept on purpose).
-        terms = [
-            {"matchExpressions": [{"key": k, "operator": "In", "values": [x.strip() for x in str(v).split(",")]}]}
-            for k, v in sorted(commas.items())
-        ]
-        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
-    anti = affinity.setdefault("podAntiAffinity", {})
-    required = list(anti.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
-    required.append({"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": HOSTNAME})
-    anti["requiredDuringSchedulingIgnoredDuringExecution"] = required
-    if not head:
-        pod["hostNetwork"] = True
-        pod["dnsPolicy"] = "ClusterFirstWithHostNet"
-    head_task = ann.get("rlark.io/ray-head-task-name") or name
-    kind = workload_kind(task)
-    kind = kind if kind in WORKLOAD_PLURALS else "StatefulSet"
-    spec = {"selector": {"matchLabels": {"app": name}}, "template": template}
-    if kind != "DaemonSet":
-        spec["replicas"] = replicas_of(workload)
-    if kind == "StatefulSet":
-        spec["serviceName"] = "%s-ray-head" % head_task
-        spec["podManagementPolicy"] = "OrderedReady"
-    return {
-        "apiVersion": "apps/v1",
-        "kind": kind,
-        "metadata": {
-            "name": name,
-            "namespace": SYSTEM_NS,
-            "labels": {"app": name},
-            "annotations": {
-                "rlark.io/management-task-name": name,
-                "rlark.io/management-task-namespace": meta.get("namespace", ""),
-                "rlark.io/management-task-uid": meta.get("uid", ""),
-                "rlark.io/management-task-resource-version": meta.get("resourceVersion", ""),
-            },
-        },
-        "spec": spec,
-    }
-
-
-def build_head_service(task):
-    name = task["metadata"]["name"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": "%s-ray-head" % name,
-            "namespace": SYSTEM_NS,
-            "annotations": {"rlark.io/management-task-namespace": task["metadata"].get("namespace", "")},
-        },
-        "spec": {
-            "clusterIP": "None",
-            "publishNotReadyAddresses": True,
-            "selector": {"app": name},
-            "ports": [
-                {"name": "gcs", "port": 6379},
-                {"name": "dashboard", "port": 8265},
-                {"name": "metrics", "port": 8080},
-            ],
-        },
-    }
-
-
-def parse_quantity(value):
-    """Integer-ish quantity (GPUs, devices); enough for extended resources, which must be integers."""
-    if value is None:
-        return 0
-    text = str(value).strip()
-    suffixes = {"k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
-    for suffix in sorted(suffixes, key=len, reverse=True):
-        if text.endswith(suffix):
-            return int(float(text[: -len(suffix)]) * suffixes[suffix])
-    if text.endswith("m"):
-        return int(text[:-1]) / 1000.0
-    return float(text) if "." in text else int(text)
-
-
-def is_tracked_resource(key):
-    return key == "nvidia.com/gpu" or key == "rlinf.io/device" or key.startswith("rlinf.io/device-")
-
-
-def pod_requests(pod_spec):
-    """Summed container requests of the tracked resources (limits stand in for missing requests)."""
-    total = {}
-    for container in pod_spec.get("containers") or []:
-        res = container.get("resources") or {}
-        merged = dict(res.get("limits") or {})
-        merged.update(res.get("requests") or {})
-        for key, value in merged.items():
-            if is_tracked_resource(key):
-                total[key] = total.get(key, 0) + parse_quantity(value)
-    return total
-
-
-def _expr_matches(expr, labels):
-    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-    if op == "In":
-        return key in labels and labels[key] in values
-    if op == "NotIn":
-        return key not in labels or labels[key] not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    return False
-
-
-def node_matches(pod_spec, labels):
-    """Pod nodeSelector (all equal) AND required node affinity (terms ORed, expressions ANDed)."""
-    for key, value in (pod_spec.get("nodeSelector") or {}).items():
-        if labels.get(key) != value:
-            return False
-    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if required:
-        terms = required.get("nodeSelectorTerms") or []
-        if not any(all(_expr_matches(e, labels) for e in t.get("matchExpressions") or []) for t in terms):
-            return False
-    return True
-
-
-def free_resources(node, pods_on_node):
-    """allocatable - base used - requests of simulated pods on the node."""
-    status = node.get("status") or {}
-    alloc = {k: parse_quantity(v) for k, v in (status.get("allocatable") or {}).items()}
-    base = base_used(node)
-    free = {k: v - base.get(k, 0) for k, v in alloc.items()}
-    for pod in pods_on_node:
-        for key, value in pod_requests_of_cr(pod).items():
-            free[key] = free.get(key, 0) - value
-    return free
-
-
-def base_used(node):
-    ann = (node["metadata"].get("annotations") or {}).get(ANN_BASE_USED)
-    if ann is not None:
-        return {k: parse_quantity(v) for k, v in json.loads(ann).items()}
-    return {k: parse_quantity(v) for k, v in ((node.get("status") or {}).get("used") or {}).items()}
-
-
-def pod_requests_of_cr(pod):
-    raw = (pod["metadata"].get("annotations") or {}).get(ANN_REQUESTS)
-    return json.loads(raw) if raw else {}
-
-
-def ineligibility(node, pod_spec, requests, pods_on_node, cr_only_labels):
-    """None if the pod fits on the node, else a scheduler-like reason."""
-    status = node.get("status") or {}
-    if status.get("phase") != "Online":
-        return "node(s) were not ready"
-    if (node.get("spec") or {}).get("unschedulable"):
-        return "node(s) were unschedulable"
-    labels = {k: v for k, v in (node["metadata"].get("labels") or {}).items() if k not in cr_only_labels}
-    if not node_matches(pod_spec, labels):
-        return "node(s) didn't match Pod's node affinity/selector"
-    free = free_resources(node, pods_on_node)
-    for key, value in requests.items():
-        if free.get(key, 0) < value:
-            return "Insufficient %s" % key
-    return None
-
-
-def pod_ip(pod_name, node, host_network):
-    if host_network:
-        for addr in (node.get("status") or {}).get("addresses") or []:
-            if addr.get("type") == "InternalIP":
-                return addr["address"]
-        digest = hashlib.sha256(node["metadata"]["name"].encode()).digest()
-        return "192.168.%d.%d" % (digest[0], max(1, digest[1]))
-    digest = hashlib.sha256(pod_name.encode()).digest()
-    return "10.244.%d.%d" % (digest[0], max(1, digest[1]))
-
-
-def ordinal_of(pod):
-    local = (pod["metadata"].get("labels") or {}).get(LOCAL_NAME_LABEL, "")
-    tail = local.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
 
 
 def iso_now():

@@ -12,9 +12,10 @@ import time
 from dataclasses import dataclass
 
 from . import podlog
-from .agent import ANN_STOPPING, LOCAL_NAME_LABEL, SYSTEM_NS, TASK_NAME_LABEL, workload_of
+from .agent import ANN_STOPPING
 from .kube import ApiError, Kube, core_path
 from .kubelet import KubeletServer
+from .workload import LOCAL_NAME_LABEL, SYSTEM_NS, TASK_NAME_LABEL, workload_of
 
 log = logging.getLogger("rlark_sim.dataplane")
 POD_CR_ANNOTATION = "rlark-sim.rlinf.io/pod-cr"

@@ -12,9 +12,9 @@ import re
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import unquote, urlsplit
 
-from .agent import SYSTEM_NS, TASK_NAME_LABEL
 from .httpserve import LoopbackServer, reply
 from .kube import ApiError, core_path, crd_path
+from .workload import SYSTEM_NS, TASK_NAME_LABEL
 
 log = logging.getLogger("rlark_sim.gateway")
 PREFIX = "/api/v1/rlinf.io/v1alpha1/jobs"

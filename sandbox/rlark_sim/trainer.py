@@ -13,9 +13,10 @@ import zipfile
 from io import BytesIO
 
 from . import layouts, metrics, podlog
-from .agent import ANN_STOPPING, LOCAL_NAME_LABEL, TASK_NAME_LABEL, effective_stopped, is_head, ordinal_of, workload_of
+from .agent import ANN_STOPPING
 from .overrides import TrainerConfig, container_env, parse_overrides
 from .storage import resolve_path
+from .workload import LOCAL_NAME_LABEL, TASK_NAME_LABEL, effective_stopped, is_head, ordinal_of, workload_of
 
 log = logging.getLogger("rlark_sim.trainer")
 

@@ -126,10 +126,11 @@ def _last_json_line(text):
     return ""
 
 
-def run_ansible_module(module, args, check=False, diff=False, env=None, kubeconfig=None, timeout=600):
+def run_ansible_module(module, args, check=False, diff=False, env=None, kubeconfig=None, timeout=600, keywords=None):
     """Run one module task on localhost and return its result dict (`failed`/`msg` on failure).
 
-    `module` is a FQCN or a short rlark.ops name (`rlark_job_info`).
+    `module` is a FQCN or a short rlark.ops name (`rlark_job_info`); `keywords` adds task keywords
+    (`environment`, `become`, ...).
     """
     fqcn = module if "." in module else "rlark.ops." + module
     play = [
@@ -137,7 +138,9 @@ def run_ansible_module(module, args, check=False, diff=False, env=None, kubeconf
             "name": "run " + fqcn,
             "hosts": "localhost",
             "gather_facts": False,
-            "tasks": [{"name": "module", fqcn: args, "check_mode": bool(check), "diff": bool(diff)}],
+            "tasks": [
+                {"name": "module", fqcn: args, "check_mode": bool(check), "diff": bool(diff), **(keywords or {})}
+            ],
         }
     ]
     with tempfile.NamedTemporaryFile("w", suffix=".yml", prefix="module-", delete=False) as fh:

@@ -159,9 +159,13 @@ def test_save_killed_by_stop_is_incomplete_for_good(sandbox, api, make_job):
     assert "actor/model_state_dict/full_weights.pt" in result["missing"]
     assert not [p for p in result["findings"] if p["id"] == "write-too-recent"]
 
-    # through ansible: the task fails with one paragraph, and keeps failing (nothing writes any more)
-    for _attempt in range(2):
-        out = run_ansible_module("rlark_ckpt_gate", {"path": root, "quiet_seconds": 1}, env=sandbox.env())
+    # through ansible: the task fails with one paragraph, and keeps failing (nothing writes any more); the
+    # gate runs in the worker on localhost and as a module with a task environment, with the same verdict
+    for keywords in (None, {"environment": {"RLARK_TEST_VIA": "module"}}):
+        out = run_ansible_module(
+            "rlark_ckpt_gate", {"path": root, "quiet_seconds": 1}, env=sandbox.env(), keywords=keywords
+        )
+        assert ("invocation" in out) is bool(keywords), "a module run reports its invocation, the worker run not"
         assert out.get("failed") and out["complete"] is False
         assert "\n" not in out["msg"] and "global_step_2" in out["msg"] and ".metadata" in out["msg"]
         assert out["changed"] is False

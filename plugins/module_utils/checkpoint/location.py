@@ -62,10 +62,9 @@ def head_pod_node(job, tasks, pods):
     task_object = task_object_name(jobspec.job_name(job), head.get("name"))
     candidates = []
     for pod in pods:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        if labels.get("rlark.io/task-name") != task_object:
+        if jobspec.pod_task_name(pod) != task_object:
             continue
-        local = labels.get("rlark.io/local-pod-name") or ""
+        local = jobspec.pod_local_name(pod) or ""
         candidates.append((not local.endswith("-0"), local, (pod.get("status") or {}).get("node")))
     for _rest, _local, node in sorted(candidates):
         if node:
@@ -142,10 +141,8 @@ def locate(resource, manifest=None, explicit_root=None, object_storage=None):
         return out
     claim = vol.get("persistentVolumeClaim")
     if claim is not None:
-        name = claim.get("claimName") or "pvc-%s-%s-%s" % (
-            (job.get("metadata") or {}).get("name"),
-            head.get("name"),
-            vol.get("name"),
+        name = claim.get("claimName") or jobspec.agent_claim_name(
+            jobspec.job_name(job), head.get("name"), vol.get("name")
         )
         storage_map = jobspec.workload(head).get("pvcStorageMap") or {}
         cls = storage_map.get(claim.get("claimName") or "") or storage_map.get(name)

@@ -1,6 +1,8 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The gate's options: defaults and one clear message for each bad value (raised as ``LayoutError``)."""
+"""The gate's options: one table of defaults, the argument spec built from it, and one clear message for
+each bad value (raised as ``LayoutError``). rlark_ckpt_gate, rlark_ckpt_wait, rlark_guarded_stop and the
+checkpoint_gate role's filter all take their gate options from here."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -8,6 +10,7 @@ __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils import step_names
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
+from ansible_collections.rlark.ops.plugins.module_utils.s3_options import S3_ARG_SPEC
 
 DEFAULTS = {
     "runner": L.AUTO,
@@ -24,6 +27,51 @@ DEFAULTS = {
     "full_report": False,
 }
 PARALLEL_SIZES = ("actor_world_size", "tensor_parallel", "pipeline_parallel", "expert_parallel")
+# The gate's own options, in the order of DEFAULTS (what run_gate takes).
+GATE_OPTIONS = tuple(DEFAULTS)
+# The option types; each default is DEFAULTS' (None: no default).
+GATE_TYPES = {
+    "runner": dict(type="str", choices=[L.AUTO, *L.RUNNERS]),
+    "backend": dict(type="str", choices=[L.AUTO, *L.BACKENDS]),
+    "actor_world_size": dict(type="int"),
+    "tensor_parallel": dict(type="int"),
+    "pipeline_parallel": dict(type="int"),
+    "expert_parallel": dict(type="int"),
+    "critic": dict(type="bool"),
+    "full_weights": dict(type="bool"),
+    "step": dict(type="str"),
+    "quiet_seconds": dict(type="int"),
+    "verify_payloads": dict(type="bool"),
+    "full_report": dict(type="bool"),
+}
+# How rlark_ckpt_gate itself waits; rlark_ckpt_wait and rlark_guarded_stop wait with their own options.
+WAIT_SPEC = dict(
+    wait_timeout=dict(type="int", default=0),
+    wait_interval=dict(type="float", default=5.0),
+    after_step=dict(type="int"),
+    newest_complete=dict(type="bool", default=True),
+)
+WAIT_OPTIONS = tuple(WAIT_SPEC)
+INTEGRITY_SPEC = dict(
+    integrity=dict(type="str", default="off", choices=["off", "write", "verify"]),
+    integrity_path=dict(type="path"),
+    integrity_store=dict(type="str", default="file", choices=["file", "result"]),
+    integrity_manifest=dict(type="dict"),
+    hash_workers=dict(type="int"),
+)
+
+
+def argument_spec():
+    """rlark_ckpt_gate's argument spec: where the checkpoint is, the gate options, integrity and the wait."""
+    spec = dict(path=dict(type="path"), s3=dict(type="dict", options=S3_ARG_SPEC))
+    for name in GATE_OPTIONS:
+        spec[name] = dict(GATE_TYPES[name])
+        if DEFAULTS[name] is not None:
+            spec[name]["default"] = DEFAULTS[name]
+    spec.update(INTEGRITY_SPEC)
+    spec["fail_when_incomplete"] = dict(type="bool", default=True)
+    spec.update(WAIT_SPEC)
+    return spec
 
 
 def normalize_options(options):

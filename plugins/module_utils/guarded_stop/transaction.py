@@ -21,13 +21,13 @@ import time
 
 from ansible_collections.rlark.ops.plugins.module_utils import stop_record
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity
-from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
+from ansible_collections.rlark.ops.plugins.module_utils.findings import Refused, finding
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop import journal as wal
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.outcomes import outcome
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.policy import judge, markers_reason
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.recovery import Recovery
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused, set_stopped, terminal_refusal
+from ansible_collections.rlark.ops.plugins.module_utils.jobs import set_stopped, terminal_refusal
 from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import (
     HEAD_LOG_TAIL,

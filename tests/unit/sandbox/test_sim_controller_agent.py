@@ -1,6 +1,6 @@
 """Pure parts of rlark-sim's controller and agent, checked against rlark-platform.md sections 2-3."""
 
-from rlark_sim import agent, controller, goencode
+from rlark_sim import controller, goencode, scheduling, workload
 from rlark_sim.storage import LocalSink, resolve_path
 
 
@@ -156,7 +156,7 @@ def task(selector, head=False, volumes=None, mounts=None, storage_map=None):
 
 
 def test_statefulset_mutations():
-    sts = agent.build_workload(task({"rlinf.io/pool": "rollout", "kubernetes.io/hostname": "a,b"}))
+    sts = workload.build_workload(task({"rlinf.io/pool": "rollout", "kubernetes.io/hostname": "a,b"}))
     pod = sts["spec"]["template"]["spec"]
     main = pod["containers"][0]
     assert main["command"] == ["bash", "/rlark/scripts/ray_worker.sh"]
@@ -170,16 +170,16 @@ def test_statefulset_mutations():
     assert sts["spec"]["selector"]["matchLabels"] == {"app": "demo-x"} == sts["spec"]["template"]["metadata"]["labels"]
     env = {e["name"]: e.get("value") for e in main["env"]}
     assert env["RLARK_HEAD_ADDRESS"] == "demo-a-ray-head"
-    head = agent.build_workload(task({}, head=True))["spec"]["template"]["spec"]
+    head = workload.build_workload(task({}, head=True))["spec"]["template"]["spec"]
     assert head["containers"][0]["command"] == ["bash", "/rlark/scripts/ray_head.sh"]
     assert "hostNetwork" not in head and head["nodeSelector"] == {"old": "x"}
 
 
 def test_comma_keys_are_ored_like_rlark():
-    pod = agent.build_workload(task({"a": "1,2", "b": "3,4"}))["spec"]["template"]["spec"]
-    assert agent.node_matches(pod, {"a": "1", "old": "x"})  # only one comma key matches: still eligible
-    assert agent.node_matches(pod, {"b": "4", "old": "x"})
-    assert not agent.node_matches(pod, {"a": "9", "b": "9", "old": "x"})
+    pod = workload.build_workload(task({"a": "1,2", "b": "3,4"}))["spec"]["template"]["spec"]
+    assert scheduling.node_matches(pod, {"a": "1", "old": "x"})  # only one comma key matches: still eligible
+    assert scheduling.node_matches(pod, {"b": "4", "old": "x"})
+    assert not scheduling.node_matches(pod, {"a": "9", "b": "9", "old": "x"})
 
 
 def node(name, phase="Online", unschedulable=False, gpu="8", used="0", labels=None):
@@ -195,24 +195,26 @@ def node(name, phase="Online", unschedulable=False, gpu="8", used="0", labels=No
 
 
 def test_eligibility_reasons_and_resources():
-    pod = agent.build_workload(task({"kubernetes.io/hostname": "n1"}))["spec"]["template"]["spec"]
-    req = agent.pod_requests(pod)
+    pod = workload.build_workload(task({"kubernetes.io/hostname": "n1"}))["spec"]["template"]["spec"]
+    req = scheduling.pod_requests(pod)
     assert req == {"nvidia.com/gpu": 2}
-    cr_only = agent.DEFAULT_CR_ONLY_LABELS
-    assert agent.ineligibility(node("n1"), pod, req, [], cr_only) is None
-    assert agent.ineligibility(node("n1", phase="Offline"), pod, req, [], cr_only) == "node(s) were not ready"
-    assert agent.ineligibility(node("n1", unschedulable=True), pod, req, [], cr_only) == "node(s) were unschedulable"
-    assert agent.ineligibility(node("n1", used="7"), pod, req, [], cr_only) == "Insufficient nvidia.com/gpu"
-    assert "affinity" in agent.ineligibility(node("n2"), pod, req, [], cr_only)
-    placed = [{"metadata": {"annotations": {agent.ANN_REQUESTS: '{"nvidia.com/gpu": 7}'}}}]
-    assert agent.ineligibility(node("n1"), pod, req, placed, cr_only) == "Insufficient nvidia.com/gpu"
+    cr_only = scheduling.DEFAULT_CR_ONLY_LABELS
+    assert scheduling.ineligibility(node("n1"), pod, req, [], cr_only) is None
+    assert scheduling.ineligibility(node("n1", phase="Offline"), pod, req, [], cr_only) == "node(s) were not ready"
+    assert (
+        scheduling.ineligibility(node("n1", unschedulable=True), pod, req, [], cr_only) == "node(s) were unschedulable"
+    )
+    assert scheduling.ineligibility(node("n1", used="7"), pod, req, [], cr_only) == "Insufficient nvidia.com/gpu"
+    assert "affinity" in scheduling.ineligibility(node("n2"), pod, req, [], cr_only)
+    placed = [{"metadata": {"annotations": {scheduling.ANN_REQUESTS: '{"nvidia.com/gpu": 7}'}}}]
+    assert scheduling.ineligibility(node("n1"), pod, req, placed, cr_only) == "Insufficient nvidia.com/gpu"
 
 
 def test_cr_only_labels_are_invisible_to_the_scheduler():
-    pod = agent.build_workload(task({"rlark.io/cluster-id": "rlark-a100"}))["spec"]["template"]["spec"]
+    pod = workload.build_workload(task({"rlark.io/cluster-id": "rlark-a100"}))["spec"]["template"]["spec"]
     n = node("n1", labels={"rlark.io/cluster-id": "rlark-a100"})
-    assert agent.ineligibility(n, pod, {}, [], agent.DEFAULT_CR_ONLY_LABELS) is not None
-    assert agent.ineligibility(n, pod, {}, [], ()) is None
+    assert scheduling.ineligibility(n, pod, {}, [], scheduling.DEFAULT_CR_ONLY_LABELS) is not None
+    assert scheduling.ineligibility(n, pod, {}, [], ()) is None
 
 
 def test_container_paths_map_to_hostpath_subpath_or_scratch(tmp_path):

@@ -4,8 +4,8 @@
 import threading
 
 import requests
-from rlark_sim.agent import pod_task_key
 from rlark_sim.kube import Informer
+from rlark_sim.workload import pod_task_key
 
 
 def pod(ns, name, task, rv="1"):

@@ -4,7 +4,7 @@
 
 import pytest
 import yaml
-from ansible_collections.rlark.ops.plugins.module_utils import access
+from ansible_collections.rlark.ops.plugins.module_utils import access, module_runner
 from ansible_collections.rlark.ops.plugins.module_utils.kube import ApiError
 from ansible_collections.rlark.ops.plugins.module_utils.kube_errors import ConfigError
 from ansible_collections.rlark.ops.plugins.modules import rlark_access_check
@@ -87,11 +87,12 @@ def run(monkeypatch, client, job="demo"):
             raise client
         return client
 
-    monkeypatch.setattr(access, "client_from_params", connect)
-    return access.run_access_check({"job": job, "timeout": 7}), seen
+    monkeypatch.setattr(module_runner, "client_from_params", connect)
+    params = {"job": job, "timeout": 7}
+    return module_runner.run_core(params, access.access_check, params["timeout"]), seen
 
 
-def test_run_access_check_fails_on_a_denial_and_changes_nothing(monkeypatch):
+def test_access_check_run_fails_on_a_denial_and_changes_nothing(monkeypatch):
     client = Reviews(EVERYTHING - {("patch", "jobs")})
     out, seen = run(monkeypatch, client)
     assert (out["failed"], out["changed"], seen["timeout"], client.closed) == (True, False, 7, 1)
@@ -100,7 +101,7 @@ def test_run_access_check_fails_on_a_denial_and_changes_nothing(monkeypatch):
     assert (out.get("failed"), out["changed"], "msg" in out) == (None, False, False)
 
 
-def test_run_access_check_turns_client_errors_into_a_failed_result(monkeypatch):
+def test_access_check_run_turns_client_errors_into_a_failed_result(monkeypatch):
     client = Reviews(review_error=500)
     out, _seen = run(monkeypatch, client)
     assert (out["failed"], out["status"]["code"], client.closed) == (True, 500, 1)

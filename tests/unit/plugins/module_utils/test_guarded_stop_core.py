@@ -10,10 +10,10 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.rlark.ops.plugins.filter import guarded_stop as gs_filters
-from ansible_collections.rlark.ops.plugins.module_utils import access, stop_logs, stop_record
+from ansible_collections.rlark.ops.plugins.module_utils import access, module_runner, stop_logs, stop_record
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import waiting
+from ansible_collections.rlark.ops.plugins.module_utils.findings import Refused
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import LogSourceError
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused
 from rlark_fake_api import FakeApi, FakeClock, job, make_client
 from test_jobs import seeded
 
@@ -59,8 +59,8 @@ def test_access_allowed_has_no_message():
 def test_access_check_without_a_job_only_asks_who_acts(monkeypatch):
     client = ReviewClient(set(), "rlark-operator")
     client.close = lambda: None
-    monkeypatch.setattr(access, "client_from_params", lambda params, timeout=60, log=None: client)
-    out = access.run_access_check({"job": None, "timeout": 5})
+    monkeypatch.setattr(module_runner, "client_from_params", lambda params, timeout=60, log=None: client)
+    out = module_runner.run_core({"job": None, "timeout": 5}, access.access_check, 5)
     assert out["identity"] == {"username": "rlark-operator", "groups": ["rlark:viewers"]} and not out.get("failed")
     assert client.asked == [], "no access review without a Job"
 

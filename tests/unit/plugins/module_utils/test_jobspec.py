@@ -71,3 +71,12 @@ def test_api_version_is_the_one_the_client_talks_to():
     assert jobspec.API_VERSION == "rlinf.io/v1alpha1"
     assert kube.API_PREFIX == "/apis/rlinf.io/v1alpha1"
     assert render.API_VERSION == jobspec.API_VERSION
+
+
+def test_live_object_names_and_labels():
+    pod = {"metadata": {"labels": {"rlark.io/task-name": "demo-actor", "rlark.io/local-pod-name": "demo-actor-0"}}}
+    assert (jobspec.pod_task_name(pod), jobspec.pod_local_name(pod)) == ("demo-actor", "demo-actor-0")
+    for broken in ({}, {"metadata": None}, {"metadata": {"labels": None}}, None):
+        assert (jobspec.pod_task_name(broken), jobspec.pod_local_name(broken)) == (None, None)
+    assert jobspec.task_object_name("demo", "actor") == "demo-actor"
+    assert jobspec.agent_claim_name("demo", "actor", "ckpt") == "pvc-demo-actor-ckpt"

@@ -8,8 +8,7 @@ import pytest
 import yaml
 from ansible_collections.rlark.ops.plugins.doc_fragments.auth import ModuleDocFragment
 from ansible_collections.rlark.ops.plugins.module_utils import backoff, kube, kube_auth, module_runner
-from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import Refused
+from ansible_collections.rlark.ops.plugins.module_utils.findings import Refused, finding
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import AUTH_ARG_SPEC
 
 

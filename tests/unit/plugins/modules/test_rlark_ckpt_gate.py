@@ -14,6 +14,7 @@ sys.path.insert(
 )
 
 import ckpt_fixtures as F
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import s3 as s3_module
 from ansible_collections.rlark.ops.plugins.modules import rlark_ckpt_gate
 
@@ -104,7 +105,7 @@ def test_s3_options_fall_back_to_aws_env(monkeypatch, capsys):
 
     def fake_source(bucket, **kw):
         seen.update(kw, bucket=bucket)
-        raise rlark_ckpt_gate.layouts.GateError("stop here")
+        raise layouts.GateError("stop here")
 
     monkeypatch.setattr(s3_module, "S3Source", fake_source)  # imported by the module only for s3
     r = run({"s3": {"bucket": "checkpoints", "prefix": "a/checkpoints"}}, capsys)
@@ -197,7 +198,7 @@ def test_after_step_not_reached_fails_naming_what_was_awaited(tmp_path, capsys):
 
 def test_the_wait_inside_the_module_ends_when_the_next_step_is_complete(tmp_path, capsys, monkeypatch):
     """The gate polls in-process: the next complete step appears between two judgements, no module re-run."""
-    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import gate
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import gate, gate_task
 
     seed(tmp_path, (10, "complete"))
     calls = []
@@ -209,7 +210,7 @@ def test_the_wait_inside_the_module_ends_when_the_next_step_is_complete(tmp_path
             seed(tmp_path, (20, "complete"))
         return real(source, options)
 
-    monkeypatch.setattr(rlark_ckpt_gate, "run_gate", judged)
+    monkeypatch.setattr(gate_task, "run_gate", judged)
     args = {"path": str(tmp_path), "actor_world_size": 2, "after_step": 10, "wait_timeout": 600}
     r = run(dict(args, wait_interval=0.01), capsys)
     assert r["_rc"] == 0 and r["complete"] and r["step"] == 20 and r["latest_complete_step"] == 20

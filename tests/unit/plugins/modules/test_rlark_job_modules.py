@@ -11,7 +11,7 @@ from ansible.module_utils.testing import patch_module_args
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
 
-from ansible_collections.rlark.ops.plugins.module_utils import kube, module_runner, nodes
+from ansible_collections.rlark.ops.plugins.module_utils import kube, module_runner
 from ansible_collections.rlark.ops.plugins.modules import rlark_job, rlark_job_info, rlark_node_match
 from rlark_fake_api import FakeApi, job, make_client, pod_obj, status, task_obj
 
@@ -27,9 +27,8 @@ def run_module(module, args, api, monkeypatch, check_mode=False, diff=False, cap
         captured["params"] = params
         return make_client(api, timeout=timeout)
 
-    # rlark_node_match builds its client in module_utils/nodes.py (shared with its action plugin), the
-    # others through module_runner.api_client.
-    monkeypatch.setattr(nodes if module is rlark_node_match else module_runner, "client_from_params", fake_client)
+    # Every module's client comes from module_runner (api_client or run_module_core).
+    monkeypatch.setattr(module_runner, "client_from_params", fake_client)
     args = dict(args)
     if check_mode:
         args["_ansible_check_mode"] = True
