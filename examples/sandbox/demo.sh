@@ -97,6 +97,10 @@ fi
 
 say "Summary ($(( $(date +%s) - started )) s)"
 echo "   migrated $JOB; stopped it after a complete checkpoint; resumed it as $NEW (original kept as is)."
+# The verify record of the new Job: its metrics against the old run's after the checkpoint (issue 28).
+CONTINUITY=$(find "$RLARK_RECORDS_DIR/$NEW" -name verify.yml -exec grep -h -o -m1 'verdict: continuity-[a-z-]*' {} + \
+  2>/dev/null | head -1 | sed 's/verdict: //')
+echo "   continuity of $NEW with the old run: ${CONTINUITY:-not judged} (verify record: resume.continuity)"
 echo "   records:"
 find "$RLARK_RECORDS_DIR/$JOB" "$RLARK_RECORDS_DIR/$NEW" -name '*.yml' -printf '     %p\n' 2>/dev/null | sort | grep -v '/log-' || true
 echo "   exported logs: $(find "$RLARK_RECORDS_DIR/$JOB" -name 'log-*.log' | wc -l) pod log(s) in the stop record directory"

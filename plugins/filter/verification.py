@@ -22,9 +22,9 @@ def log_report(text, startup=None, failure=None, normal=None, live=None):
     return verify.log_report(text, plain(startup), plain(failure), plain(normal), plain(live))
 
 
-def resume_report(text, resume_dir, step):
+def resume_report(text, resume_dir, step, old_run=None, tolerance=None, ignore=None):
     try:
-        return verify.resume_report(text, resume_dir, step)
+        return verify.resume_report(text, resume_dir, step, plain(old_run), plain(tolerance), plain(ignore))
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("rlark.ops.resume_report: %s" % exc) from exc
 
@@ -33,8 +33,8 @@ def signal_regexes(items):
     return verify.signal_regexes(plain(items))
 
 
-def resume_patterns(resume_dir):
-    return verify.resume_patterns(resume_dir)
+def resume_patterns(resume_dir, old_run=None, step=0):
+    return verify.resume_patterns(resume_dir, plain(old_run), step)
 
 
 def verify_report(running, job, mode="normal", submitted=None, signals=None, logs=None, **resume_mode):

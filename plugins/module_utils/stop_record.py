@@ -15,7 +15,7 @@ import json
 import os
 import re
 
-from ansible_collections.rlark.ops.plugins.module_utils import hydra, jobspec
+from ansible_collections.rlark.ops.plugins.module_utils import continuity, hydra, jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import hydra_overrides, parts
 
 NOT_CONFIRMED = "digest not confirmed"
@@ -151,7 +151,37 @@ def lost_work(head_log, step):
     if not seen:
         return {"steps_after_checkpoint": None, "last_logged_step": None, "note": "no step lines in the head log"}
     last = max(seen)
-    return {"steps_after_checkpoint": max(0, last - int(step)), "last_logged_step": last}
+    out = {"steps_after_checkpoint": max(0, last - int(step)), "last_logged_step": last}
+    out.update(lost_seconds(continuity.parse_metrics(after), int(step), last))
+    return out
+
+
+def lost_seconds(tables, step, last):
+    """Seconds of the steps after ``step`` up to ``last`` from RLinf's metric tables, and the continuity window.
+
+    Each step's ``time/step`` when the table has it, else the table's mean ``Step Time`` times the steps.
+    """
+    window = {"first_step": step + 1, "last_step": last} if last > step else None
+    lost = [tables[s] for s in range(step + 1, last + 1) if s in tables]
+    per_step = [float(t["metrics"]["Time/step"]) for t in lost if "Time/step" in t["metrics"]]
+    if lost and len(per_step) == len(lost) == last - step:
+        return {
+            "seconds_after_checkpoint": round(sum(per_step), 3),
+            "seconds_from": "time/step of each step",
+            "continuity_window": window,
+        }
+    means = [t["step_time"] for t in tables.values() if t.get("step_time")]
+    if window and means:
+        return {
+            "seconds_after_checkpoint": round(means[-1] * (last - step), 3),
+            "seconds_from": "mean Step Time x steps",
+            "continuity_window": window,
+        }
+    return {
+        "seconds_after_checkpoint": 0.0 if window is None else None,
+        "seconds_from": "no step after the checkpoint" if window is None else "no metric table in the head log",
+        "continuity_window": window,
+    }
 
 
 def outcome_fields(outcome, reason="", identity=None, selection=None, stop=None, step=None):

@@ -14,9 +14,9 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.rlark.ops.plugins.module_utils import jobspec
+from ansible_collections.rlark.ops.plugins.module_utils import continuity, jobspec
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.location import parts
-from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
+from ansible_collections.rlark.ops.plugins.module_utils.findings import errors, finding
 from ansible_collections.rlark.ops.plugins.module_utils.placement import matched_nodes_by_task
 from ansible_collections.rlark.ops.plugins.module_utils.query import QueryError, holds
 from ansible_collections.rlark.ops.plugins.module_utils.task_identity import placement_findings, pods_of, task_key
@@ -36,7 +36,8 @@ RESUME_LINES = (
     r"Auto resume from checkpoint: (?P<dir>\S+?)\s*$",
     r"successfully loaded checkpoint from (?P<dir>\S+?)/(?:actor|critic)\b",
 )
-GLOBAL_STEP = re.compile(r"Global Step: (\d+)/")
+# RLinf pads the step (``Global Step:    5/100``); the sandbox also prints it unpadded.
+GLOBAL_STEP = re.compile(r"Global Step:\s*(\d+)/")
 SET_STEP = re.compile(r"Setting global step to (\d+)")
 
 
@@ -110,8 +111,13 @@ def log_report(text, startup=None, failure=None, normal=None, live=None):
     return report
 
 
-def resume_report(text, resume_dir, step):
-    """Resume continuity from the new head's log: the exact dir, step N+1, no scratch start."""
+def resume_report(text, resume_dir, step, old_run=None, tolerance=None, ignore=None):
+    """Resume continuity from the new head's log: the exact dir, step N+1, no scratch start.
+
+    With ``old_run`` (the old run's parsed metric tables, continuity.as_list) it also judges whether the
+    resumed run reproduces the old run's steps after N (``continuity``; a broken continuity is an error,
+    an unverifiable one a warning).
+    """
     step = int(step)
     text = text or ""
     dirs = []
@@ -159,14 +165,19 @@ def resume_report(text, resume_dir, step):
                 path="logs",
             )
         )
+    judged = None
+    if old_run is not None:
+        judged = continuity.compare(old_run, text, step, tolerance, ignore)
+        found.extend(judged["findings"])
     return {
         "resume_dirs": sorted(set(dirs)),
+        "continuity": judged,
         "first_step": first_step,
         "expected_first_step": step + 1,
         "scratch": scratch,
         "failures": failures,
         "findings": found,
-        "ok": not found,
+        "ok": not errors(found),
     }
 
 
@@ -264,11 +275,17 @@ def signal_regexes(items):
     return [s["regex"] for s in normalize_signals(items) if s.get("regex")]
 
 
-def resume_patterns(resume_dir):
-    """Regexes a log wait needs in resume mode: ``wait_for`` (the dir, a step) and ``stop_on``."""
+def resume_patterns(resume_dir, old_run=None, step=0):
+    """Regexes a log wait needs in resume mode: ``wait_for`` (the dir, a step) and ``stop_on``.
+
+    With ``old_run`` (continuity.as_list) it also waits for the last step the old run logged after ``step``
+    (the end of the continuity window).
+    """
     if not resume_dir:
         return {"wait_for": [], "stop_on": []}
+    window = continuity.wait_pattern(old_run, step) if old_run else None
     return {
-        "wait_for": [re.escape(resume_dir.rstrip("/")), r"Global Step: \d+/|Setting global step to \d+"],
+        "wait_for": [re.escape(resume_dir.rstrip("/")), r"Global Step:\s*\d+/|Setting global step to \d+"]
+        + ([window] if window else []),
         "stop_on": list(SCRATCH) + list(RESUME_FAILURES),
     }

@@ -151,7 +151,9 @@ class Kube:
     def get_text(self, path, params=None, timeout=60):
         """(status, body text) of a GET that answers text, e.g. pods/<pod>/log."""
         resp = self._sess().get(self.host + path, params=params, timeout=timeout)
-        return resp.status_code, resp.text
+        # pods/<pod>/log answers text/plain without a charset: the bytes are UTF-8 (Go's string(bytes)), not the
+        # ISO-8859-1 requests would guess.
+        return resp.status_code, resp.content.decode("utf-8", errors="replace")
 
     def list(self, path, params=None):
         return self.get(path, params=params)

@@ -103,6 +103,11 @@ class TrainerConfig:
         self.line_bytes = max(0, as_int(env.get("SIM_LOG_LINE_BYTES"), 80))
         self.long_line_bytes = max(0, as_int(env.get("SIM_LONG_LINE_BYTES"), 0))
         self.long_line_every = max(1, as_int(env.get("SIM_LONG_LINE_EVERY"), 1))
+        # Continuity: metrics are a function of (seed, trained steps); faults make a resume go wrong silently.
+        self.seed = (env.get("SIM_TRAINER_SEED") or "1").strip()
+        self.metrics_table = as_bool(env.get("SIM_METRICS_TABLE"), True)
+        self.fault = (env.get("SIM_TRAINER_FAULT") or "").strip().lower()
+        self.stall_after = max(0, as_int(env.get("SIM_STALL_AFTER_STEP"), 0))
         reasoning = self.runner in ("reasoning", "agent", "coding")
         self.resume_dir = null_if_none(overrides.get("runner.resume_dir"))
         self.save_interval = as_int(overrides.get("runner.save_interval"), 50 if reasoning else 40)

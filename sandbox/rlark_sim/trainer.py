@@ -12,7 +12,7 @@ import time
 import zipfile
 from io import BytesIO
 
-from . import layouts, podlog
+from . import layouts, metrics, podlog
 from .agent import ANN_STOPPING
 from .overrides import TrainerConfig, container_env, parse_overrides
 from .storage import resolve_path
@@ -59,6 +59,7 @@ class Trainer(threading.Thread):
         self.cluster_size = cluster_size
         self._killed = threading.Event()
         self.step = 0
+        self.held = 0  # the step the loaded checkpoint's content holds (0: trained from scratch)
 
     # ------------------------------------------------------------ control
     def kill(self):
@@ -110,14 +111,25 @@ class Trainer(threading.Thread):
         start = self._resume(cfg)
         if start is None:
             return  # the load failed: the run never advances
+        began = time.monotonic()
         for step in range(start + 1, cfg.max_steps + 1):
+            step_began = time.monotonic()
             self._sleep(cfg.step_seconds)
             self.step = step
             if cfg.save_interval > 0 and (step % cfg.save_interval == 0 or step == cfg.max_steps):
                 self._save(cfg, step)
             self._extra_lines(cfg, step)
             self._long_line(cfg, step)
+            if cfg.metrics_table:
+                values = metrics.values(cfg.seed, self.held + step - start)
+                values["time/step"] = round(time.monotonic() - step_began, 3)
+                self._check()
+                self.out.lines(metrics.table(step, cfg.max_steps, time.monotonic() - began, step - start, values))
             self.say("Global Step: %d/%d" % (step, cfg.max_steps))
+            if start == 0 and step == cfg.stall_after:
+                log.info("%s: SIM_STALL_AFTER_STEP=%d: the run hangs", self.local_name, step)
+                self._killed.wait()  # a stuck run: nothing more is logged until it is stopped
+                raise Killed()
 
     def _extra_lines(self, cfg, step, batch=10000):
         """SIM_LOG_EXTRA_LINES: long logs for tests and benches, written in batches (memory stays small)."""
@@ -171,6 +183,9 @@ class Trainer(threading.Thread):
     def _resume(self, cfg):
         """Start step (N of the loaded checkpoint, 0 from scratch) or None when the load failed."""
         resume = cfg.resume_dir
+        if resume is not None and cfg.fault == "ignore-resume-dir":
+            log.info("%s: SIM_TRAINER_FAULT=ignore-resume-dir: %s is not read", self.local_name, resume)
+            resume = None
         if resume is None:
             if cfg.reasoning:
                 self.say("Training from scratch")
@@ -207,7 +222,35 @@ class Trainer(threading.Thread):
                 )
         if cfg.reasoning:
             self.say("Setting global step to %d" % step)
+        self.held = self._held_step(cfg, sink, base, resume, step)
         return step
+
+    def _held_step(self, cfg, sink, base, resume, step):
+        """The step the loaded content holds: ``step``, or (SIM_TRAINER_FAULT=load-other-step) another one's."""
+        if cfg.fault == "load-other-step":
+            parent = resume.rsplit("/", 1)[0]
+            psink, pbase = self._sink(parent)
+            others = sorted(
+                int(n.split("global_step_")[-1])
+                for n in psink.list_dirs(pbase)
+                if n.startswith("global_step_") and n.split("global_step_")[-1].isdigit()
+            )
+            others = [
+                k
+                for k in others
+                if k != step and not checkpoint_problems(cfg, *self._sink("%s/global_step_%d" % (parent, k)), k)
+            ]
+            if not others:
+                log.info("%s: SIM_TRAINER_FAULT=load-other-step: no other step, loads nothing", self.local_name)
+                return 0
+            lower = [k for k in others if k < step]
+            other = lower[-1] if lower else others[0]
+            log.info("%s: SIM_TRAINER_FAULT=load-other-step: loads step %d, not %d", self.local_name, other, step)
+            sink, base = self._sink("%s/global_step_%d" % (parent, other))
+            step = other
+        first = layouts.required_entries(cfg, step)[0]
+        held = metrics.held_step(sink.read("%s/%s" % (base, first) if base else first))
+        return step if held is None else int(held)
 
     def _auto_resume(self, cfg):
         root = cfg.checkpoints_root()

@@ -29,10 +29,10 @@ KNOWN_LONG = {
     "roles/resume/tasks/resume.yml:95",
     "roles/resume/vars/main.yml:5",
     "roles/resume/vars/main.yml:8",
-    "roles/resume/tasks/resume.yml:266",
+    "roles/resume/tasks/resume.yml:303",
     "roles/verify/tasks/main.yml:32",
     "roles/verify/tasks/main.yml:58",
-    "roles/verify/tasks/main.yml:87",
+    "roles/verify/tasks/main.yml:91",
 }
 
 
