@@ -18,10 +18,13 @@ import pytest
 # tests/integration has no __init__.py (pytest's default rootdir-less "prepend" import mode).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sandbox_faults
+import suite_profile
 from helpers import ROOT, UPSTREAM_CRDS, UPSTREAM_MISSING, read_env_file
-from suite_profile import pytest_runtest_call, pytest_runtest_logreport  # noqa: F401 (hooks: RLARK_SUITE_PROFILE)
 
 SANDBOXCTL = os.path.join(ROOT, "sandbox", "sandboxctl.py")
+# Where each test's time goes, when RLARK_SUITE_PROFILE names a file (suite_profile.py).
+pytest_runtest_call = suite_profile.pytest_runtest_call
+pytest_runtest_logreport = suite_profile.pytest_runtest_logreport
 
 
 def pytest_addoption(parser):

@@ -92,7 +92,10 @@ def test_s3_backup_refusals_then_the_collection_makes_it(sandbox, tmp_path):
     vars_ = dict(rlark_checkpoint_backup_s3=target, rlark_checkpoint_backup_required=True)
     try:
         step_dir, original = migrated(w)
-        key = lambda rel: "%s%s/%s" % (prefix, STEP, rel)  # noqa: E731
+
+        def key(rel):
+            return "%s%s/%s" % (prefix, STEP, rel)
+
         for rel, data in original.items():
             s3.put_object(Bucket=bucket, Key=key(rel), Body=data)
         victim = max(original, key=lambda rel: len(original[rel]))
