@@ -123,6 +123,7 @@ TARGETS[MU + "redact.py"] = [
 ]
 # records.py's callers: the guarded-stop journal (stop records) and the exported logs' records.
 TARGETS[MU + "records.py"] = [
+    UT + "test_records_edges.py",
     UT + "test_records_runs.py",
     UT + "test_redact_records.py",
     UT + "test_guarded_stop_transaction.py",
