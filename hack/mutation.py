@@ -117,6 +117,7 @@ for _name in (
 ):  # fmt: skip
     TARGETS[MU + "checkpoint/%s.py" % _name] = GATE_TESTS
 TARGETS[MU + "redact.py"] = [
+    UT + "test_redact_edges.py",
     UT + "test_secret_rules.py",
     UT + "test_redact_records.py",
     "tests/unit/plugins/modules/test_module_result_masking.py",
@@ -129,7 +130,17 @@ TARGETS[MU + "records.py"] = [
     UT + "test_guarded_stop_transaction.py",
     UT + "test_stop_log_exports.py",
 ]
-TARGETS[MU + "jobs.py"] = [UT + "test_jobs.py", UT + "test_jobs_write_faults.py"]
+# jobs.py's callers: the job modules (present, stopped, absent, running, waiting after a write) and the guarded stop.
+TARGETS[MU + "jobs.py"] = [
+    UT + "test_jobs_edges.py",
+    UT + "test_jobs.py",
+    UT + "test_jobs_write_faults.py",
+    "tests/unit/plugins/modules/test_rlark_job_modules.py",
+    "tests/unit/plugins/modules/test_rlark_job_running.py",
+    "tests/unit/plugins/modules/test_rlark_job_wait_after_write.py",
+    UT + "test_guarded_stop_core.py",
+    UT + "test_guarded_stop_transaction.py",
+]
 
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
