@@ -142,6 +142,9 @@ TARGETS[MU + "jobs.py"] = [
     UT + "test_guarded_stop_transaction.py",
 ]
 
+# The guarded-stop core: when a stop may happen (its own tests live with the stop transaction's).
+TARGETS[MU + "guarded_stop/policy.py"] = [UT + "test_stop_policy.py", UT + "test_guarded_stop_transaction.py"]
+
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
 
