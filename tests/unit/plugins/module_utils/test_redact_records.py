@@ -146,6 +146,8 @@ def test_preflight_records_hold_the_reviewed_job(tmp_path):
     result = preflight(manifest, profile)
     paths = records.write_preflight_records(str(tmp_path), result, "20260101T000000Z")
     assert [os.path.basename(p) for p in paths] == ["preflight.yml", "job.yml"]
+    # Both in the Job's own run directory (only refused inputs go to invalid-inputs/).
+    assert {os.path.dirname(p) for p in paths} == {str(tmp_path / result["job_name"] / "20260101T000000Z")}
     with open(paths[1]) as handle:
         assert yaml.safe_load(handle) == result["job"]
     with open(paths[0]) as handle:
