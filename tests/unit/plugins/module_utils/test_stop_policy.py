@@ -55,6 +55,7 @@ def test_at_the_next_checkpoint_the_first_wait_is_one_look_without_integrity():
         "timeout": 0.0,
         "interval": 1.0,
         "integrity": "off",
+        "backup": None,
     }
 
 
