@@ -253,7 +253,13 @@ def incomplete_message(result):
     parts.extend(p["message"] for p in errors[:4])
     rule = (" The rule is: %s." % result["rule"]) if result.get("rule") else ""
     ids = {p["id"] for p in errors}
-    if ids & {"integrity-mismatch", "integrity-manifest-unreadable"}:
+    if ids and all(i.startswith("backup-") for i in ids) and not result["missing"]:
+        head = head.replace("is incomplete", "is complete, but its required backup does not hold it")
+        todo = (
+            "The checkpoint itself is complete: copy the step to the backup again (or set "
+            "rlark_checkpoint_backup_make=true), or set rlark_checkpoint_backup_required=false to go on without it."
+        )
+    elif ids & {"integrity-mismatch", "integrity-manifest-unreadable"}:
         todo = (
             "The checkpoint no longer matches the integrity manifest written at guarded stop (or that manifest "
             "cannot be read): do not resume from it."

@@ -348,3 +348,21 @@ def test_a_step_that_does_not_exist_is_no_step_and_global_step_names_are_steps(t
     refusal = role_verdicts.resume_gate_refusal({"failed": True, "msg": str(err.value)}, 999, "demo")
     assert refusal.count("Cannot resume demo from step 999, nothing was created: no step 999 under") == 1, refusal
     assert "not complete" not in refusal and refusal.count("rlark_resume_step") == 1, refusal
+
+
+def test_a_complete_step_whose_required_backup_fails_says_so_not_that_the_save_failed():
+    r = {
+        "checkpoint": "/ckpt/global_step_10",
+        "step": 10,
+        "runner": "embodied",
+        "backend": "fsdp",
+        "missing": [],
+        "findings": [
+            {"id": "backup-missing", "severity": "error", "message": "the backup holds no copy of global_step_10"}
+        ],
+    }
+    msg = incomplete_message(r)
+    assert "is complete, but its required backup does not hold it" in msg and "did not finish" not in msg
+    assert "rlark_checkpoint_backup_make=true" in msg and "rlark_checkpoint_backup_required=false" in msg
+    r["missing"] = ["actor/model_state_dict/full_weights.pt"]  # the step itself is incomplete: that comes first
+    assert "is incomplete" in incomplete_message(r) and "did not finish" in incomplete_message(r)
