@@ -262,13 +262,14 @@ def run_index(records_dir, job):
         directory = os.path.join(base, run_id)
         if not os.path.isdir(directory) or not RUN_ID_PATTERN.match(run_id):
             continue
-        entry = {"run_id": run_id, "records": {}}
+        entry = {"run_id": run_id, "time": None, "records": {}}
         for name in sorted(os.listdir(directory)):
             if not name.endswith(".yml") or name.startswith("."):
                 continue
             header = _header_of(os.path.join(directory, name))
             entry["records"][name[:-4]] = header.get("outcome")
-            entry.setdefault("time", header.get("time"))
+            # The run's time is its first record that has one (job.yml, sorted first, is unwrapped).
+            entry["time"] = entry["time"] or header.get("time")
         runs.append(entry)
     return runs
 

@@ -211,3 +211,13 @@ def test_refused_inputs_named_in_json_get_no_index(tmp_path):
     # The folder's name as a caller decodes it from JSON: an equal string, not the module's own constant.
     records.write_record(str(tmp_path), json.loads('"invalid-inputs"'), "preflight", {}, RUN, identity={"user": "ops"})
     assert os.listdir(str(tmp_path)) == ["invalid-inputs"]
+
+
+def test_a_run_whose_first_record_is_unwrapped_takes_its_time_from_the_next(tmp_path):
+    """migrate saves job.yml (no header) beside preflight.yml: the run's time is preflight's, not null."""
+    records.write_record(str(tmp_path), "demo", "job", {"kind": "Job"}, RUN, wrap=False)
+    records.write_record(str(tmp_path), "demo", "preflight", {}, RUN, outcome="ok", identity={"user": "ops"})
+    [run] = records.run_index(str(tmp_path), "demo")
+    header = read(str(tmp_path / "demo" / RUN / "preflight.yml"))
+    assert run["records"] == {"job": None, "preflight": "ok"}
+    assert run["time"] == header["time"] and run["time"]
