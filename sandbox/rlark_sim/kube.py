@@ -193,6 +193,10 @@ class Informer:
         self.label_selector = label_selector
         self.name = name
         self.items = {}
+        # key -> resourceVersion of its deletion: a write of ours answered after the watch delivered the
+        # DELETED event must not bring the object back into the cache (the garbage collector would then wait
+        # on a Job that is gone, forever).
+        self.tombstones = {}
         self.version = 0
         self.seen_rv = 0
         self.synced = threading.Event()
@@ -248,6 +252,7 @@ class Informer:
                     with self.lock:
                         if etype == "DELETED":
                             self._drop(obj_key(obj))
+                            self.tombstones[obj_key(obj)] = _rv(obj)
                         else:
                             self._set(obj)
                         self._saw(new_rv)
@@ -280,6 +285,8 @@ class Informer:
             old = self.items.get(obj_key(obj))
             if old is not None and _rv(old) > _rv(obj):
                 return
+            if _rv(obj) <= self.tombstones.get(obj_key(obj), -1):
+                return  # deleted since this write: the watch's DELETED came first
             self._set(obj)
             self.version += 1
 

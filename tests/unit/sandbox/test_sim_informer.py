@@ -65,3 +65,34 @@ def test_informer_relists_after_the_apiserver_died_mid_watch():
         assert inf.seen_rv == 9
     finally:
         inf.stop()
+
+
+class DeletingApi:
+    """A watch that delivers one Job's deletion, then stays quiet."""
+
+    def __init__(self):
+        self.deleted = threading.Event()
+
+    def list(self, _path, params=None):
+        return {"items": [pod("", "bg", "t", rv="3")], "metadata": {"resourceVersion": "3"}}
+
+    def watch_lines(self, _path, params, _timeout):
+        yield {"type": "DELETED", "object": pod("", "bg", "t", rv="7")}
+        self.deleted.set()
+        threading.Event().wait(30)
+        return
+        yield
+
+
+def test_a_write_answered_after_the_watch_saw_the_deletion_does_not_resurrect_the_object():
+    api = DeletingApi()
+    inf = Informer(api, "/jobs", name="jobs").start()
+    try:
+        assert api.deleted.wait(20)
+        assert inf.get("", "bg") is None
+        inf.put(pod("", "bg", "t", rv="5"))  # the controller's status write, answered late
+        assert inf.get("", "bg") is None
+        inf.put(pod("", "bg", "t", rv="8"))  # created again under the same name: a newer object
+        assert inf.get("", "bg")["metadata"]["resourceVersion"] == "8"
+    finally:
+        inf.stop()
