@@ -173,7 +173,7 @@ class Agent:
         for pod in pods:
             (keep if 0 <= ordinal_of(pod) < replicas else remove).append(pod)
         # A pod already terminating keeps terminating even if the Task scales back up (a new one follows).
-        self.retire(remove + [p for p in keep if ANN_STOPPING in _ann(p)])
+        self.retire(remove + [p for p in keep if ANN_STOPPING in _ann(p)], self.grace_of(pod_spec))
         if replicas == 0:
             if kind == "DaemonSet":
                 self.set_status(task, "Pending", "daemonset has no eligible node", None)
@@ -347,7 +347,13 @@ class Agent:
         self.pods.put(updated)
         return updated
 
-    def retire(self, pods):
+    def grace_of(self, pod_spec):
+        """The template's terminationGracePeriodSeconds (the simulated trainer does not exit early on SIGTERM), else
+        --grace-seconds."""
+        seconds = pod_spec.get("terminationGracePeriodSeconds")
+        return self.grace if seconds is None else float(seconds)
+
+    def retire(self, pods, grace):
         """Pods being stopped keep running for the grace period, then their Pod CRs go."""
         for pod in pods:
             since = _ann(pod).get(ANN_STOPPING)
@@ -360,7 +366,7 @@ class Agent:
                     {"metadata": {"annotations": {ANN_STOPPING: iso_now()}}},
                 )
                 self.pods.put(updated)
-            elif iso_age(since) >= self.grace:
+            elif iso_age(since) >= grace:
                 self.delete_pod(pod)
 
     def delete_pod(self, pod):

@@ -22,6 +22,10 @@ import suite_profile
 from helpers import ROOT, UPSTREAM_CRDS, UPSTREAM_MISSING, read_env_file
 
 SANDBOXCTL = os.path.join(ROOT, "sandbox", "sandboxctl.py")
+# Pods outlive a stop by 1 s instead of the sandbox's 5 (every awaited stop waits that long); a test that
+# needs the window sets its template's terminationGracePeriodSeconds. Every `sandboxctl up` of the session
+# (fixtures, restarts after faults) inherits it; RLARK_SIM_ARGS set by the caller wins.
+os.environ.setdefault("RLARK_SIM_ARGS", "--grace-seconds 1")
 # Where each test's time goes, when RLARK_SUITE_PROFILE names a file (suite_profile.py).
 pytest_runtest_call = suite_profile.pytest_runtest_call
 pytest_runtest_logreport = suite_profile.pytest_runtest_logreport

@@ -175,10 +175,14 @@ def wait_until(predicate, timeout=90, interval=0.5):
     raise AssertionError("condition not met within %ss" % timeout)
 
 
-def running_job(sandbox, cleanup):
+def running_job(sandbox, cleanup, grace=None):
+    """`grace`: the templates' terminationGracePeriodSeconds (how long rlark-sim keeps Pod CRs after a stop)."""
     name = unique()
     cleanup.append(name)
-    result = run_module(sandbox, "rlark_job", {"definition": demo_job(name), "wait": True, "wait_timeout": 180})
+    job = demo_job(name)
+    for task in job["spec"]["tasks"] if grace is not None else []:
+        task["kubernetes"]["workload"]["template"]["spec"]["terminationGracePeriodSeconds"] = grace
+    result = run_module(sandbox, "rlark_job", {"definition": job, "wait": True, "wait_timeout": 180})
     assert result["changed"] and not result.get("failed"), result.get("msg")
     assert len(result["tasks"]) == 3 and {t["status"]["phase"] for t in result["tasks"]} == {"Running"}
     return name

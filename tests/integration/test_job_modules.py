@@ -62,7 +62,7 @@ def test_unknown_field_is_rejected_with_its_path(sandbox, cleanup):
 
 
 def test_stop_waits_for_pod_crs_then_stop_twice_unchanged_then_start(sandbox, cleanup):
-    name = running_job(sandbox, cleanup)
+    name = running_job(sandbox, cleanup, grace=8)  # Pod CRs outlive the stop by 8 s: the wait must see them
     assert job_pods(sandbox, name), "the sim should have created Pod CRs"
     result, stdout = run_module(
         sandbox,

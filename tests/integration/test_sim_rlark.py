@@ -281,20 +281,21 @@ def test_task_naming_labels_owner_and_ray_annotations(api, jobs):
     assert job["status"].get("startTime")
 
 
+TEMPLATE_GRACE = 8  # well over the sim's default --grace-seconds (5) and the suite's
+
+
 def grace_seconds(sandbox):
-    """The stop grace period the sandbox's rlark-sim runs with (default 5 s)."""
+    """The stop grace period the sandbox's rlark-sim runs with for templates that set none (default 5 s)."""
     args = sim_process(sandbox)[1]
     return float(args[args.index("--grace-seconds") + 1]) if "--grace-seconds" in args else 5.0
 
 
 def test_stop_then_pod_crs_gone_after_grace(sandbox, api, jobs):
-    name = jobs(
-        "stop",
-        [
-            template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True),
-            template("rollout", {"kubernetes.io/hostname": "a100-02,a100-03"}, replicas=2),
-        ],
-    )
+    """The actor's template sets terminationGracePeriodSeconds (its Pod CR outlives the Job's Stopped by that
+    long); the rollout's sets none (the sandbox's --grace-seconds)."""
+    actor = template("actor", {"kubernetes.io/hostname": "a100-01"}, head=True)
+    actor["kubernetes"]["workload"]["template"]["spec"]["terminationGracePeriodSeconds"] = TEMPLATE_GRACE
+    name = jobs("stop", [actor, template("rollout", {"kubernetes.io/hostname": "a100-02,a100-03"}, replicas=2)])
     wait_for(lambda: job_phase(api, name) == "Running", what="job Running")
     wait_placed(api, name, {"actor": 1, "rollout": 2})
     merge_patch_job(api, name, {"spec": {"stopped": True}})
@@ -302,13 +303,15 @@ def test_stop_then_pod_crs_gone_after_grace(sandbox, api, jobs):
     wait_for(lambda: job_phase(api, name) == "Stopped", timeout=10, interval=0.05, what="job Stopped")
     tasks = tasks_of(api, name)
     assert {t["spec"]["kubernetes"]["workload"]["replicas"] for t in tasks.values()} == {0}
-    # Job Stopped and replicas 0 are visible while Pod CRs still exist.
-    assert pod_crs(api, name + "-actor") and len(pod_crs(api, name + "-rollout")) == 2
+    # Job Stopped and replicas 0 are visible while the actor's Pod CR still exists.
+    assert pod_crs(api, name + "-actor")
     wait_for(lambda: all((t.get("status") or {}).get("phase") == "Stopped" for t in tasks_of(api, name).values()))
     # The Job spec keeps its replicas.
     assert get_job(api, name)["spec"]["tasks"][1]["kubernetes"]["workload"]["replicas"] == 2
-    wait_for(lambda: not pod_crs(api, name + "-actor") and not pod_crs(api, name + "-rollout"), timeout=20)
+    wait_for(lambda: not pod_crs(api, name + "-rollout"), timeout=20, interval=0.1, what="rollout Pod CRs gone")
     assert time.time() - stopped_at >= grace_seconds(sandbox) - 0.5
+    wait_for(lambda: not pod_crs(api, name + "-actor"), timeout=30, interval=0.1, what="actor Pod CR gone")
+    assert time.time() - stopped_at >= TEMPLATE_GRACE - 0.5
     # Start again: Stopped -> Pending -> Running, new Pod CRs.
     merge_patch_job(api, name, {"spec": {"stopped": False}})
     wait_for(lambda: job_phase(api, name) == "Running", timeout=20, what="job Running again")
