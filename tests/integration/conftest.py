@@ -22,10 +22,6 @@ import suite_profile
 from helpers import ROOT, UPSTREAM_CRDS, UPSTREAM_MISSING, read_env_file
 
 SANDBOXCTL = os.path.join(ROOT, "sandbox", "sandboxctl.py")
-# Pods outlive a stop by 1 s instead of the sandbox's 5 (every awaited stop waits that long); a test that
-# needs the window sets its template's terminationGracePeriodSeconds. Every `sandboxctl up` of the session
-# (fixtures, restarts after faults) inherits it; RLARK_SIM_ARGS set by the caller wins.
-os.environ.setdefault("RLARK_SIM_ARGS", "--grace-seconds 1")
 # Where each test's time goes, when RLARK_SUITE_PROFILE names a file (suite_profile.py).
 pytest_runtest_call = suite_profile.pytest_runtest_call
 pytest_runtest_logreport = suite_profile.pytest_runtest_logreport
@@ -119,6 +115,10 @@ def running_crds(state_dir):
 @pytest.fixture(scope="session")
 def sandbox(request):
     crds = request.config.getoption("--sandbox-crds")
+    # Pods outlive a stop by 1 s instead of the sandbox's 5 (every awaited stop waits that long); a test that
+    # needs the window sets its template's terminationGracePeriodSeconds. Every later `sandboxctl up` of the
+    # session (restarts after faults) inherits it; RLARK_SIM_ARGS set by the caller wins. Benches keep 5 s.
+    os.environ.setdefault("RLARK_SIM_ARGS", "--grace-seconds 1")
     if crds == "upstream" and not os.path.isdir(UPSTREAM_CRDS):
         pytest.fail(UPSTREAM_MISSING, pytrace=False)
     state_dir = os.path.abspath(os.environ.get("RLARK_SANDBOX_DIR") or os.path.join(ROOT, ".sandbox"))

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.sandbox
 GROUP, VERSION = "rlinf.io", "v1alpha1"
 RULEBOOK = "rlark.ops.guarded_stop_at_budget"
 STEP_BUDGET = 3  # the sandbox trainer saves every 3 steps: the first checkpoint reaches the budget
-STOPS = 5
+STOPS = int(os.environ.get("RLARK_EDA_STOPS") or 2)  # the bench asks for 5
 JAVA_MISSING = (
     "ansible-rulebook needs Java 17 or later (its Drools engine runs in a JVM through jpy) and none was found: "
     "install a JDK/JRE 17+ (Debian: apt-get install -y openjdk-17-jre-headless) or set JAVA_HOME"
@@ -197,9 +197,9 @@ def test_rulebook_stops_each_job_at_its_budget_once(sandbox, tmp_path, jobs_api)
     finally:
         rulebook.stop()
         os.environ.pop("RLARK_RECORDS_DIR", None)
-    figures = write_figures(latencies)
-    print("\nansible-rulebook event-to-stop: %s" % figures)
-    assert all(0 < s < 120 for s in latencies), latencies
+    assert len(latencies) == STOPS and all(0 < s < 120 for s in latencies), latencies
+    if os.environ.get("RLARK_EDA_STOPS"):
+        print("\nansible-rulebook event-to-stop: %s" % write_figures(latencies))
 
 
 def check_once_and_replay(w, sandbox, rulebook, jobs_api):
