@@ -5,7 +5,9 @@
 Per group: tests, wall time summed over its tests, and where it went: fixture setup (the sandbox start
 falls on a session's first test), waits (the main thread in time.sleep: polling the sandbox or the
 simulator), child processes (ansible-playbook, ansible-runner, sandboxctl), the rest of the calls (API
-and file reads, assertions) and teardown; then the slowest tests of the whole run.
+and file reads, assertions) and teardown, with the CPU seconds the child processes used; then the child
+processes by program (ansible-playbook by playbook: runs, wall seconds, seconds per run; a noop playbook costs
+about a second), and the slowest tests of the whole run.
 """
 
 import argparse
@@ -49,6 +51,7 @@ def render(groups, note):
         cells = " | ".join("%.0f (%d%%)" % (sums[c], 100 * sums[c] / total if total else 0) for c in COLUMNS)
         lines.append("| %s | %d | %.0f | %s |" % (name, len(tests), total, cells))
         everything += [(sum(split(t).values()), name, t) for t in tests]
+    lines += programs(groups)
     lines += [
         "",
         "Slowest tests:",
@@ -63,6 +66,24 @@ def render(groups, note):
             % (seconds, name, test["test"], part["setup"], part["waits"], part["children"], part["rest"])
         )
     return "\n".join(lines) + "\n"
+
+
+def programs(groups):
+    """Child processes by program over all groups (profiles written before the per-program split have none)."""
+    runs, cpu = {}, 0.0
+    for _name, tests in groups:
+        for test in tests:
+            cpu += test.get("children_cpu", 0.0)
+            for program, (count, seconds) in (test.get("runs") or {}).items():
+                total = runs.setdefault(program, [0, 0.0])
+                total[0], total[1] = total[0] + count, total[1] + seconds
+    if not runs:
+        return []
+    lines = ["", "Child processes: %.0f CPU seconds (user + system, with their own children)." % cpu, ""]
+    lines += ["| program | runs | wall s | s per run |", "|---|---:|---:|---:|"]
+    for program, (count, seconds) in sorted(runs.items(), key=lambda item: -item[1][1])[:20]:
+        lines.append("| `%s` | %d | %.0f | %.1f |" % (program, count, seconds, seconds / count))
+    return lines
 
 
 def main(argv=None):
