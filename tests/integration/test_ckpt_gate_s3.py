@@ -1,7 +1,8 @@
 """The completeness matrix in the sandbox's real S3 server (versitygw), plus S3 bad input.
 
 What S3 adds to the verdict is how a layout's files are read from keys (names, sizes, LastModified, prefixes):
-every row of the table complete and with its first required entry missing; every other case (each required
+every row of the table complete, with its first required entry missing and with each of its trailing parts
+missing (the parts a save writes last: the sibling-step rule names them); every other case (each required
 entry missing, marker missing, leftover .tmp, stale extra shards, tracker mismatch, truncated payload, write
 too recent) on the representative rows (an FSDP and an FSDP2 layout, Megatron with and without torch_dist).
 The full cross product runs on disk in tests/unit/checkpoint/test_gate_matrix.py over the same table and
@@ -12,13 +13,14 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from ckpt_gate_support import F, GateError, S3Source, run_gate, s3_client
+from ckpt_gate_support import F, GateError, S3Source, run_gate, s3_client, siblings
 
 pytestmark = pytest.mark.sandbox
 STEP = 40
 S3_CASES = [c for c in F.CASES if c != "stale-marker"]  # S3 sets LastModified itself: no old markers
 
 
+TRAILING = {rel for rels in siblings.TRAILING.values() for rel in rels}
 REPRESENTATIVE = ("fsdp-embodied", "fsdp2-offline", "megatron-reasoning", "megatron-torch-dist")
 
 
@@ -30,7 +32,7 @@ def cases():
                 continue
             if case == "missing":
                 required = row.required(STEP)
-                for rel in required if every_case else required[:1]:
+                for rel in required if every_case else required[:1] + [r for r in required[1:] if r in TRAILING]:
                     yield row, case, rel, "%s-missing-%s" % (row.id, rel.replace("/", "_"))
             else:
                 yield row, case, None, "%s-%s" % (row.id, case)
