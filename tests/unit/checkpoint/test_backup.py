@@ -150,6 +150,40 @@ def test_an_interrupted_copy_continues_without_copying_finished_files_again(root
     assert tree_of(str(bdir / STEP)) == tree_of(str(root / STEP))
 
 
+def test_without_a_kernel_copy_the_backup_still_equals_the_original(root, tmp_path, monkeypatch):
+    import errno
+
+    def refuse(*_args):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)  # another filesystem (NFS mount, another disk)
+    bdir = tmp_path / "backup"
+    result, changed = gate(root, {"path": str(bdir), "make": True, "required": True}, "write")
+    assert changed and result["backup"]["verdict"] == "verified", result["backup"]
+    assert tree_of(str(bdir / STEP)) == tree_of(str(root / STEP))
+
+
+def test_a_file_that_grows_while_it_is_copied_is_not_recorded(root, tmp_path, monkeypatch):
+    real = os.preadv
+    grown = []
+
+    def preadv_then_append(fd, buffers, offset):
+        n = real(fd, buffers, offset)
+        if not grown and offset == 1024 * 1024:  # actor/big.bin, in its second window
+            grown.append(os.readlink("/proc/self/fd/%d" % fd))
+            with open(grown[0], "ab") as fh:
+                fh.write(b"late bytes")
+        return n
+
+    monkeypatch.setattr(os, "preadv", preadv_then_append)
+    bdir = tmp_path / "backup"
+    result, _changed = gate(root, {"path": str(bdir), "make": True, "required": True})
+    assert grown and "changed while it was copied" in result["backup"]["made"]["error"]
+    with open(str(bdir / "rlark-backup" / (STEP + ".json"))) as fh:
+        assert "actor/big.bin" not in json.load(fh)["files"]
+    assert not os.path.exists(str(bdir / STEP / "actor" / "big.bin")), "never published under its name"
+
+
 def test_make_touches_nothing_outside_the_step(root, tmp_path):
     bdir = tmp_path / "backup"
     os.makedirs(str(bdir / "global_step_20"))
