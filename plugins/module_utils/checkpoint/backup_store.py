@@ -199,6 +199,59 @@ class DirStore:
         os.replace(tmp, path)
 
 
+class ListedStore:
+    """A directory on a backup-server inventory host, as read there by rlark_ckpt_backup_info (``listing``).
+
+    It is only judged here, never written: ``listing`` is ``{"root", "steps": {step: {rel: [size, mtime,
+    sha256 or None]}}}``, read on the backup host (sha256 only for the step it was asked to hash).
+    """
+
+    kind = "dir"
+
+    def __init__(self, listing, host):
+        self.root = listing.get("root") or ""
+        self.host = host
+        self.steps = listing.get("steps") or {}
+
+    def location(self, step_name=""):
+        return "%s:%s" % (self.host, os.path.join(self.root, step_name) if step_name else self.root)
+
+    def list(self, step_name):
+        return {rel: (row[0], row[1]) for rel, row in (self.steps.get(step_name) or {}).items()}
+
+    def sha256(self, step_name, rel):
+        row = (self.steps.get(step_name) or {}).get(rel) or ()
+        if len(row) < 3 or not row[2]:
+            raise GateError(
+                "the listing read on rlark_checkpoint_backup_host %s has no sha256 of %s/%s (the backup host hashes "
+                "the step named by rlark_checkpoint_step, or its newest step): set rlark_checkpoint_step=%s"
+                % (self.host, step_name, rel, step_name.rpartition("_")[2])
+            )
+        return row[2]
+
+
+def read_listing(root, step="latest", sha256=False):
+    """What rlark_ckpt_backup_info returns on the backup host: every ``global_step_*`` of ``root`` with its
+    files' size and mtime, and (``sha256``) the hashes of the step named ``step`` (a number), or of the newest."""
+    store = DirStore(root)
+    try:
+        names = [e.name for e in os.scandir(store.root) if e.is_dir() and e.name.startswith("global_step_")]
+    except FileNotFoundError:
+        names = []
+    except OSError as exc:
+        raise GateError("cannot read %s: %s" % (store.root, exc.strerror or exc)) from None
+    numbered = sorted((int(n.rpartition("_")[2]), n) for n in names if n.rpartition("_")[2].isdigit())
+    hashed = "global_step_%s" % step if str(step).isdigit() else (numbered[-1][1] if numbered else "")
+    steps = {}
+    for _number, name in numbered:
+        rows = store.list(name)
+        steps[name] = {
+            rel: [size, mtime, sha256_of(store, name, rel) if sha256 and name == hashed else None]
+            for rel, (size, mtime) in rows.items()
+        }
+    return {"root": store.root, "steps": steps, "hashed": hashed if sha256 else ""}
+
+
 class S3Store:
     """A prefix in a bucket, through the checkpoint gate's S3 client (retries, clear auth errors)."""
 
@@ -270,7 +323,9 @@ class S3Store:
 
 
 def open_store(spec):
-    """The store a normalized backup option names (``path`` or ``s3``)."""
+    """The store a normalized backup option names (``path``, read here or on ``host`` as ``listing``, or ``s3``)."""
+    if spec.get("listing"):
+        return ListedStore(spec["listing"], spec.get("host"))
     if spec.get("path"):
         return DirStore(spec["path"], spec.get("host"))
     from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source

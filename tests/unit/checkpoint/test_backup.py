@@ -274,3 +274,46 @@ def test_a_resume_from_the_backup_says_what_it_lacks():
     assert "rlark_resume_node" in resume_problem(here, "a100-01", {"files": []}, "demo")
     assert "rlark_checkpoint_integrity_store=record" in resume_problem(here, "dual-01", {}, "demo")
     assert resume_problem(here, "dual-01", {"files": []}, "demo") == ""
+
+
+def listed(bdir, **kw):
+    """The backup as the backup host reads it (rlark_ckpt_backup_info), through a JSON round trip."""
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.backup_store import read_listing
+
+    return json.loads(json.dumps(read_listing(str(bdir), **kw)))
+
+
+def test_a_backup_read_on_the_backup_host_is_judged_the_same(root, tmp_path):
+    bdir = tmp_path / "backup"
+    copy_tree(str(root / STEP), str(bdir / STEP))
+    os.makedirs(str(bdir / "global_step_20"))
+    spec = {"path": "/srv/backup", "host": "backup-01", "required": True}
+    result, _changed = gate(root, dict(spec, listing=listed(bdir, sha256=True)), "write")
+    assert result["complete"] and result["backup"]["verdict"] == "verified", result["backup"]
+    assert result["backup"]["location"] == "backup-01:%s/%s" % (bdir, STEP)
+    with open(str(bdir / STEP / "actor" / "big.bin"), "r+b") as fh:
+        fh.seek(77)
+        byte = fh.read(1)
+        fh.seek(77)
+        fh.write(bytes([byte[0] ^ 1]))
+    result, _changed = gate(root, dict(spec, listing=listed(bdir, sha256=True)), "write")
+    assert not result["complete"] and ids(result) == [("backup-mismatch", "error", "actor/big.bin")]
+    os.unlink(str(bdir / STEP / "actor" / "big.bin"))
+    result, _changed = gate(root, dict(spec, listing=listed(bdir, step="40")), "off")
+    assert ids(result) == [("backup-missing", "error", "actor/big.bin")]
+
+
+def test_a_listing_without_the_step_hashed_says_what_to_set(root, tmp_path):
+    bdir = tmp_path / "backup"
+    copy_tree(str(root / STEP), str(bdir / STEP))
+    os.makedirs(str(bdir / "global_step_50"))  # newer than the gated step: 'latest' hashes that one
+    with pytest.raises(GateError, match="rlark_checkpoint_step=40"):
+        gate(root, {"path": str(bdir), "host": "backup-01", "listing": listed(bdir, sha256=True)}, "write")
+
+
+def test_making_a_backup_on_another_host_is_refused(root, tmp_path):
+    bdir = tmp_path / "backup"
+    spec = {"path": str(bdir), "host": "backup-01", "make": True, "listing": listed(bdir)}
+    with pytest.raises(GateError, match=r"rlark_checkpoint_backup_make.*rlark_checkpoint_backup_host"):
+        gate(root, spec)
+    assert not os.path.exists(str(bdir))
