@@ -1,0 +1,124 @@
+# Copyright: rlark.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Making the backup of one step (checkpoint/backup_copy.py) on its own: report, progress lines, refusals.
+
+Directory stores on this host; outcomes read back with os.walk / hashlib / json, never with the store.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+
+import pytest
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import backup_copy as C
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.backup_store import DirStore
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
+
+STEP = "global_step_7"
+FILES = {"a.bin": b"a" * 1000, "sub/b.bin": b"b" * 2000, "sub/c.bin": b"c" * 3000}
+
+
+@pytest.fixture
+def stores(tmp_path):
+    for rel, data in FILES.items():
+        path = tmp_path / "ckpt" / STEP / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    original = DirStore(str(tmp_path / "ckpt"))
+    return original, DirStore(str(tmp_path / "backup")), original.list(STEP), tmp_path / "backup"
+
+
+def progress_of(bdir):
+    with open(str(bdir / "rlark-backup" / (STEP + ".json"))) as fh:
+        return json.load(fh)
+
+
+def test_the_report_counts_what_was_copied_and_hashes_it(stores):
+    original, store, listing, bdir = stores
+    lines = []
+    made = C.make(original, store, STEP, listing, batch_files=2, progress=lines.append, workers=1)
+    assert (made["status"], made["copied"], made["skipped"], made["bytes_copied"]) == ("made", 3, 0, 6000)
+    assert made["hashes"] == {rel: hashlib.sha256(data).hexdigest() for rel, data in FILES.items()}
+    assert 0 <= made["seconds"] < 60
+    assert lines == [
+        "backup of %s to %s: 2/3 files, 0.0 MiB of 0.0 MiB copied" % (STEP, store.location(STEP)),
+        "backup of %s to %s: 3/3 files, 0.0 MiB of 0.0 MiB copied" % (STEP, store.location(STEP)),
+    ]
+    state = progress_of(bdir)
+    assert state["complete"] and state["schema"] == C.SCHEMA and state["step_dir"] == STEP
+    assert state["source"] == original.location(STEP) and state["completed_at"].endswith("Z")
+    assert {rel: e["size"] for rel, e in state["files"].items()} == {rel: len(d) for rel, d in FILES.items()}
+    assert all(e["source_mtime"] == listing[rel][1] for rel, e in state["files"].items())
+
+
+def test_a_second_run_says_what_was_already_there(stores):
+    original, store, listing, _bdir = stores
+    C.make(original, store, STEP, {"a.bin": listing["a.bin"]}, workers=1)
+    lines = []
+    made = C.make(original, store, STEP, listing, batch_files=16, progress=lines.append, workers=1)
+    assert (made["copied"], made["skipped"], made["bytes_copied"]) == (2, 1, 5000)
+    assert lines == ["backup of %s to %s: 2/2 files, 0.0 MiB of 0.0 MiB copied (1 already there)"
+                     % (STEP, store.location(STEP))]  # fmt: skip
+    assert set(made["hashes"]) == set(FILES)
+
+
+def test_check_mode_reports_without_writing(stores):
+    original, store, listing, bdir = stores
+    made = C.make(original, store, STEP, listing, check_mode=True)
+    assert made == {"status": "would-make", "copied": 3, "skipped": 0, "bytes_copied": 0, "seconds": 0.0,
+                    "hashes": {}}  # fmt: skip
+    assert not os.path.exists(str(bdir))
+
+
+def test_a_size_that_differs_from_the_listing_stops_the_copy(stores):
+    original, store, listing, bdir = stores
+    listing = dict(listing, **{"sub/b.bin": (1999, listing["sub/b.bin"][1])})
+    with pytest.raises(GateError) as err:
+        C.make(original, store, STEP, listing, batch_files=1, workers=1)
+    msg = str(err.value)
+    assert "stopped at sub/b.bin (2 of 3 files copied, 0 were already there)" in msg, msg
+    assert "changed while it was copied (2000 bytes read, 1999 listed)" in msg, msg
+    assert "%s/rlark-backup/%s.json: run again to continue" % (store.location(), STEP) in msg, msg
+    state = progress_of(bdir)
+    assert sorted(state["files"]) == ["a.bin", "sub/c.bin"] and not state["complete"]
+
+
+def test_progress_from_another_step_is_not_trusted(stores):
+    original, store, listing, bdir = stores
+    C.make(original, store, STEP, listing, workers=1)
+    state = progress_of(bdir)
+    state["step_dir"] = "global_step_8"
+    with open(str(bdir / "rlark-backup" / (STEP + ".json")), "w") as fh:
+        json.dump(state, fh)
+    assert C.make(original, store, STEP, listing, workers=1)["copied"] == 3
+
+
+@pytest.mark.parametrize(
+    "entry, size, mtime, present, expected",
+    [
+        (None, 5, 1.0, 5, False),
+        ({}, 5, 1.0, 5, False),
+        ({"size": 5, "source_mtime": 1.0}, 5, 1.0, 5, True),
+        ({"size": 5, "source_mtime": 1.0}, 6, 1.0, 5, False),
+        ({"size": 5, "source_mtime": 1.0}, 5, 2.0, 5, False),
+        ({"size": 5, "source_mtime": 1.0}, 5, 1.0, 4, False),
+        ({"size": 5, "source_mtime": 1.0}, 5, 1.0, None, False),
+    ],
+)
+def test_already_copied(entry, size, mtime, present, expected):
+    assert C.already_copied(entry, size, mtime, present) is expected
+
+
+def test_sizes_in_progress_lines():
+    assert C._gib(1024**3) == "1.00 GiB" and C._gib(3 * 1024**3 // 2) == "1.50 GiB"
+    assert C._gib(1024**3 - 1) == "1024.0 MiB" and C._gib(5 * 1024**2) == "5.0 MiB"
+
+
+@pytest.mark.parametrize("cpus, workers", [(None, 1), (1, 1), (2, 2), (3, 3), (4, 4), (16, 4)])
+def test_default_workers(monkeypatch, cpus, workers):
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    assert C.default_workers(None) == workers
