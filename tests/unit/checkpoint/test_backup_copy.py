@@ -122,3 +122,74 @@ def test_sizes_in_progress_lines():
 def test_default_workers(monkeypatch, cpus, workers):
     monkeypatch.setattr(os, "cpu_count", lambda: cpus)
     assert C.default_workers(None) == workers
+
+
+def test_times_are_kept_to_the_millisecond(stores, monkeypatch):
+    original, store, listing, bdir = stores
+    clock = iter([1000.0])
+    monkeypatch.setattr(C.time, "time", lambda: next(clock, 2001.23456))
+    made = C.make(original, store, STEP, listing, workers=1)
+    assert made["seconds"] == 1001.235
+    assert {e["copied_at"] for e in progress_of(bdir)["files"].values()} == {2001.235}
+
+
+def test_a_failure_still_records_the_copy_that_was_running_beside_it(stores):
+    import threading
+
+    original, store, listing, bdir = stores
+    b_done = threading.Event()
+    put = store.put
+
+    def put_slow_failure(step_name, rel, fh):
+        if rel == "a.bin":  # fails only once sub/b.bin, copied beside it, is finished
+            assert b_done.wait(30)
+            raise OSError(28, "No space left on device")
+        out = put(step_name, rel, fh)
+        if rel == "sub/b.bin":
+            b_done.set()
+        return out
+
+    store.put = put_slow_failure
+    with pytest.raises(GateError, match=r"stopped at a\.bin .*No space left on device"):
+        C.make(original, store, STEP, listing, batch_files=16, workers=2)
+    assert "sub/b.bin" in progress_of(bdir)["files"] and "a.bin" not in progress_of(bdir)["files"]
+
+
+def test_an_unexpected_error_is_raised_and_the_step_is_not_marked_complete(stores):
+    original, store, listing, bdir = stores
+    put = store.put
+
+    def put_or_break(step_name, rel, fh):
+        if rel == "sub/b.bin":
+            raise ValueError("a bug in a store")
+        return put(step_name, rel, fh)
+
+    store.put = put_or_break
+    with pytest.raises(ValueError, match="a bug in a store"):
+        C.make(original, store, STEP, listing, batch_files=1, workers=1)
+    assert not progress_of(bdir)["complete"]
+
+
+def test_a_progress_write_every_batch_files_by_default(tmp_path):
+    for i in range(17):
+        path = tmp_path / "ckpt" / STEP / ("f%02d.bin" % i)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * 10)
+    original, store = DirStore(str(tmp_path / "ckpt")), DirStore(str(tmp_path / "backup"))
+    lines = []
+    C.make(original, store, STEP, original.list(STEP), progress=lines.append, workers=1)
+    assert [line.split(": ")[1].split(" files")[0] for line in lines] == ["16/17", "17/17"]
+
+
+def test_a_progress_write_every_batch_bytes_whatever_batch_files_says(stores, monkeypatch):
+    original, store, listing, _bdir = stores
+    monkeypatch.setattr(C, "BATCH_BYTES", 3000)  # a.bin + sub/b.bin reach it, in name order
+    lines = []
+    C.make(original, store, STEP, listing, batch_files=16, progress=lines.append, workers=1)
+    assert [line.split(": ")[1].split(" files")[0] for line in lines] == ["2/3", "3/3"]
+
+
+def test_the_byte_batch_is_the_256_mib_the_docs_promise():
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "checkpoint-gate.md")) as fh:
+        assert "after every batch of files or 256 MiB" in " ".join(fh.read().split())
+    assert C.BATCH_BYTES == 256 * 2**20
