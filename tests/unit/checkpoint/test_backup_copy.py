@@ -87,11 +87,12 @@ def test_a_size_that_differs_from_the_listing_stops_the_copy(stores):
     assert sorted(state["files"]) == ["a.bin", "sub/c.bin"] and not state["complete"]
 
 
-def test_progress_from_another_step_is_not_trusted(stores):
+@pytest.mark.parametrize("other", ["global_step_6", "global_step_8"])
+def test_progress_from_another_step_is_not_trusted(stores, other):
     original, store, listing, bdir = stores
     C.make(original, store, STEP, listing, workers=1)
     state = progress_of(bdir)
-    state["step_dir"] = "global_step_8"
+    state["step_dir"] = other
     with open(str(bdir / "rlark-backup" / (STEP + ".json")), "w") as fh:
         json.dump(state, fh)
     assert C.make(original, store, STEP, listing, workers=1)["copied"] == 3
@@ -183,7 +184,7 @@ def test_a_progress_write_every_batch_files_by_default(tmp_path):
 
 def test_a_progress_write_every_batch_bytes_whatever_batch_files_says(stores, monkeypatch):
     original, store, listing, _bdir = stores
-    monkeypatch.setattr(C, "BATCH_BYTES", 3000)  # a.bin + sub/b.bin reach it, in name order
+    monkeypatch.setattr(C, "BATCH_BYTES", 2500)  # a.bin + sub/b.bin (3000 bytes) pass it, in name order
     lines = []
     C.make(original, store, STEP, listing, batch_files=16, progress=lines.append, workers=1)
     assert [line.split(": ")[1].split(" files")[0] for line in lines] == ["2/3", "3/3"]
@@ -193,3 +194,47 @@ def test_the_byte_batch_is_the_256_mib_the_docs_promise():
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "checkpoint-gate.md")) as fh:
         assert "after every batch of files or 256 MiB" in " ".join(fh.read().split())
     assert C.BATCH_BYTES == 256 * 2**20
+
+
+def test_one_progress_line_for_many_files_in_one_batch(tmp_path):
+    for i in range(300):  # more than CPython's cached small ints: counts are compared by value
+        path = tmp_path / "ckpt" / STEP / ("f%03d.bin" % i)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    original, store = DirStore(str(tmp_path / "ckpt")), DirStore(str(tmp_path / "backup"))
+    lines = []
+    C.make(original, store, STEP, original.list(STEP), batch_files=1000, progress=lines.append, workers=1)
+    assert [line.split(": ")[1].split(" files")[0] for line in lines] == ["300/300"]
+
+
+def test_copies_not_started_when_one_fails_are_not_made(stores):
+    import threading
+
+    original, store, listing, bdir = stores
+    seen = threading.Event()
+    put = store.put
+
+    class Full(OSError):
+        @property
+        def strerror(self):
+            seen.set()  # make() reads it as it takes the failure, just before it cancels what has not started
+            return "No space left on device"
+
+    def put_failing_first(step_name, rel, fh):
+        if rel == "a.bin":
+            raise Full()
+        assert seen.wait(30)
+        return put(step_name, rel, fh)  # writes and fsyncs: sub/c.bin is cancelled meanwhile
+
+    store.put = put_failing_first
+    with pytest.raises(GateError, match=r"stopped at a\.bin .*No space left on device"):
+        C.make(original, store, STEP, listing, workers=1)
+    assert "a.bin" not in progress_of(bdir)["files"]
+
+
+def test_a_given_worker_count_is_used_as_given(stores, monkeypatch):
+    original, store, listing, _bdir = stores
+    asked = []
+    monkeypatch.setattr(C, "default_workers", lambda st: asked.append(st) or 1)
+    assert C.make(original, store, STEP, listing, workers=1)["copied"] == 3 and asked == []
+    assert C.make(original, DirStore(store.root + "-2"), STEP, listing)["copied"] == 3 and len(asked) == 1
