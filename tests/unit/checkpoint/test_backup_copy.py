@@ -112,6 +112,7 @@ def test_progress_from_another_step_is_not_trusted(stores, other):
         ({"size": 5, "source_mtime": 1.0}, 4, 1.0, 4, False),  # the recorded size alone differs
         ({"size": 4, "source_mtime": 1.0}, 5, 1.0, 5, False),
         ({"size": 5, "source_mtime": 1.0}, 5, 1.0, 6, False),  # the copy alone is longer
+        ({"size": 5, "source_mtime": 2.0}, 5, 1.0, 5, False),  # the original is older than recorded
     ],
 )
 def test_already_copied(entry, size, mtime, present, expected):
