@@ -116,6 +116,9 @@ for _name in (
     "dir_guard", "waiting", "gate_summary", "options",
 ):  # fmt: skip
     TARGETS[MU + "checkpoint/%s.py" % _name] = GATE_TESTS
+# The backup of a hostPath step (issue 27): its verdict and making the copy, with their unit tests.
+TARGETS[MU + "checkpoint/backup_copy.py"] = [CK + "test_backup_copy.py", CK + "test_backup.py"]
+TARGETS[MU + "checkpoint/backup.py"] = [CK + "test_backup.py", CK + "test_gate_core.py"]
 TARGETS[MU + "redact.py"] = [
     UT + "test_redact_edges.py",
     UT + "test_secret_rules.py",

@@ -27,11 +27,22 @@ options:
       path:
         description:
           - A directory holding the backup on the host that runs the gate (the node; for a backup server, its
-            export mounted there, e.g. over NFS). Exclusive with O(backup.s3).
+            export mounted there, e.g. over NFS), or on the backup-server inventory host O(backup.host) when
+            O(backup.listing) is given. Exclusive with O(backup.s3).
         type: path
       host:
-        description: The host that serves O(backup.path) (for example the NFS server), kept in the location for records.
+        description:
+          - The host that serves O(backup.path), kept in the location for records (C(host:path)).
+          - The roles read the backup on that host when it is an inventory host (M(rlark.ops.rlark_ckpt_backup_info)
+            delegated to it) and pass what they read as O(backup.listing); otherwise O(backup.path) is read on the
+            node (for example the NFS mount of that server).
         type: str
+      listing:
+        description:
+          - The backup as read on the backup host O(backup.host) by M(rlark.ops.rlark_ckpt_backup_info) (its
+            RV(rlark.ops.rlark_ckpt_backup_info#module:listing)). The backup is then judged from it, unchanged
+            (same findings); O(backup.make) is refused, the collection never copies to another host.
+        type: dict
       s3:
         description:
           - An S3 prefix holding the backup. Credentials and endpoint fall back to the same environment variables
@@ -71,6 +82,8 @@ options:
             nothing else in the backup location is replaced or deleted.
           - Resumable - a progress manifest C(<backup root>/rlark-backup/global_step_N.json), written after every
             batch, lists the files copied; a later run copies only the others. Check mode copies nothing.
+          - Refused with O(backup.listing) (a backup on another host, O(backup.host)) - the collection does not copy
+            between hosts.
         type: bool
         default: false
       batch_files:

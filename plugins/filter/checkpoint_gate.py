@@ -68,8 +68,8 @@ def checkpoint_wait_options(
 
 def _backup(spec, kind, node_root):
     """The gate's ``backup`` option (checkpoint/backup.py normalizes it): a directory is read on the node, below
-    its ``rlark_node_root`` like the checkpoint; only the S3 target's location keys (credentials come from the
-    environment of the host that runs the gate)."""
+    its ``rlark_node_root`` like the checkpoint (unless ``listing`` holds it as read on the backup host); only the
+    S3 target's location keys (credentials come from the environment of the host that runs the gate)."""
     try:
         spec = backup_rules.normalize(spec)
     except GateError as exc:
@@ -81,7 +81,7 @@ def _backup(spec, kind, node_root):
             "rlark.ops.checkpoint_wait_options: rlark_checkpoint_backup_* is for hostPath checkpoints; this one is in "
             "object storage already: unset the backup variables for it"
         )
-    if spec.get("path"):
+    if spec.get("path") and not spec.get("listing"):  # a listing was read on the backup host, below its own root
         spec["path"] = (node_root or "") + spec["path"]
     if spec.get("s3"):
         spec["s3"] = {k: v for k, v in spec["s3"].items() if k in S3_KEYS and v not in (None, "")}

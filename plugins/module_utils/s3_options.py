@@ -29,4 +29,5 @@ BACKUP_ARG_SPEC = dict(
     required=dict(type="bool", default=False),
     make=dict(type="bool", default=False),
     batch_files=dict(type="int", default=16),
+    listing=dict(type="dict"),
 )

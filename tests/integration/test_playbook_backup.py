@@ -248,3 +248,60 @@ def test_resume_from_the_backup_after_the_node_is_gone(sandbox, tmp_path):
         if uncordon is not None:
             uncordon()
         w.cleanup()
+
+
+def test_directory_backup_on_a_backup_host_is_read_there(sandbox, tmp_path):
+    """rlark_checkpoint_backup_host names an inventory host (backup-01): its directory is judged, never the node's."""
+    w = Workload(sandbox, tmp_path, mutate=finite)
+    rel_root = "/backup/%s" % w.name
+    server = os.path.join(os.path.dirname(sandbox.nodes_dir), "backup-servers", "backup-01")
+    bdir = os.path.join(server, rel_root.lstrip("/"))
+    decoy = os.path.join(sandbox.nodes_dir, "a100-01", rel_root.lstrip("/"))  # the same path on the node
+    vars_ = dict(rlark_checkpoint_backup_path=rel_root, rlark_checkpoint_backup_host="backup-01",
+                 rlark_checkpoint_backup_required=True)  # fmt: skip
+    try:
+        step_dir, original = migrated(w)
+        shutil.copytree(step_dir, os.path.join(decoy, STEP))  # a good copy where the backup host is NOT
+        run, result = stop(sandbox, w, **vars_)
+        assert_refused(sandbox, w, run, result, "backup-missing", STEP)
+        assert "backup-01:%s" % os.path.join(bdir, STEP) in result["findings"][0]["message"], result["findings"]
+
+        shutil.copytree(step_dir, os.path.join(bdir, STEP))
+        victim = max(original, key=lambda rel: len(original[rel]))
+        body = original[victim]
+        flipped = body[: len(body) // 2] + bytes([body[len(body) // 2] ^ 0xFF]) + body[len(body) // 2 + 1 :]
+        for damage, finding_id in (("missing", "backup-missing"), ("short", "backup-incomplete"),
+                                   ("flip", "backup-mismatch")):  # fmt: skip
+            path = os.path.join(bdir, STEP, victim)
+            if damage == "missing":
+                os.unlink(path)
+            else:
+                with open(path, "wb") as fh:
+                    fh.write(body[:-1] if damage == "short" else flipped)
+            run, result = stop(sandbox, w, **vars_)
+            assert_refused(sandbox, w, run, result, finding_id, victim)
+            with open(path, "wb") as fh:
+                fh.write(body)
+
+        # Making a backup on another host is refused before anything is copied, naming both variables.
+        before = files_of(bdir)
+        run = w.play("guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator,
+                     extra=dict(rlark_jobs=[w.name], rlark_checkpoint_backup_make=True, **vars_))  # fmt: skip
+        said = json.dumps(run.data)
+        assert run.rc != 0 and "rlark_checkpoint_backup_make" in said and "rlark_checkpoint_backup_host" in said
+        assert files_of(bdir) == before and not stopped(sandbox, w.name) and not w.records_of("stop")
+
+        run, result = stop(sandbox, w, **vars_)
+        assert run.rc == 0 and result["outcome"]["outcome"] == "stopped", result.get("msg")
+        assert stopped(sandbox, w.name)
+        kept = w.records_of("stop")[-1]["data"]["backup"]
+        assert kept["verdict"] == "verified" and kept["checked"] == "files, sizes, times, sha256", kept
+        assert kept["location"] == "backup-01:%s" % os.path.join(bdir, STEP), kept
+        assert {k: sha(v) for k, v in files_of(os.path.join(bdir, STEP)).items()} == {
+            k: sha(v) for k, v in original.items()
+        }
+        assert files_of(step_dir) == original, "the original changed"
+    finally:
+        w.cleanup()
+        shutil.rmtree(bdir, ignore_errors=True)
+        shutil.rmtree(decoy, ignore_errors=True)

@@ -26,7 +26,7 @@ HINT = (
     "copy the step to the backup again (or set rlark_checkpoint_backup_make=true to have the collection copy it) "
     "and run again; rlark_checkpoint_backup_required=false lets the stop go without a backup"
 )
-KEYS = ("path", "host", "s3", "required", "make", "batch_files")
+KEYS = ("path", "host", "s3", "required", "make", "batch_files", "listing")
 
 
 def normalize(spec):
@@ -41,6 +41,13 @@ def normalize(spec):
         return None
     if spec.get("path") and spec.get("s3"):
         raise GateError("set one backup location: rlark_checkpoint_backup_path or rlark_checkpoint_backup_s3, not both")
+    if spec.get("listing") and spec.get("make"):
+        raise GateError(
+            "rlark_checkpoint_backup_make cannot copy to a directory on another host: rlark_checkpoint_backup_host "
+            "%s is an inventory host, so its directory is only read there. Copy the step there yourself (e.g. rsync) "
+            "and set rlark_checkpoint_backup_make=false, or unset rlark_checkpoint_backup_host to make the backup in "
+            "rlark_checkpoint_backup_path as seen from the node (an NFS mount)" % spec.get("host")
+        )
     if spec.get("s3") and not spec["s3"].get("bucket"):
         raise GateError("rlark_checkpoint_backup_s3 needs a bucket")
     batch = spec.get("batch_files", 16)
@@ -105,6 +112,12 @@ def judge(listing, backup, step_name, location, expected=None, hash_of=None, kno
     return found
 
 
+def backup_sha256(store, step_name, rel):
+    """sha256 of a backup file: as listed on the backup host (ListedStore), else read through the store."""
+    own = getattr(store, "sha256", None)
+    return own(step_name, rel) if own else sha256_of(store, step_name, rel)
+
+
 def manifest_hashes(result, given=None):
     """{rel: sha256} of the chosen step's integrity manifest when the gate has one (write, or a passed verify)."""
     from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.integrity import read_manifest
@@ -165,7 +178,7 @@ def apply(source, result, spec, manifest=None, check_mode=False, progress=None):
     expected = manifest_hashes(result, manifest)
     found = judge(
         listing, store.list(step_name), step_name, report["location"], expected,
-        lambda rel: sha256_of(store, step_name, rel), known,
+        lambda rel: backup_sha256(store, step_name, rel), known,
     )  # fmt: skip
     report.update(
         verdict="failed" if found else "verified",

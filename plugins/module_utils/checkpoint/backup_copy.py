@@ -75,7 +75,7 @@ class _Batches:
 def _copy_all(original, store, step_name, listing, todo, batches, workers):
     """Copy ``todo`` with ``workers`` threads, recording each finished file; raise GateError on the first failure
     once every copy already running has ended (and been recorded when it finished)."""
-    from concurrent.futures import ThreadPoolExecutor  # only when copying: the gate alone stays light
+    from concurrent.futures import CancelledError, ThreadPoolExecutor  # only when copying: the gate stays light
 
     def copy_one(rel):
         with original.open(step_name, rel) as fh:
@@ -93,7 +93,7 @@ def _copy_all(original, store, step_name, listing, todo, batches, workers):
                     for _rel, later in futures:
                         later.cancel()
                 continue
-            except Exception:  # cancelled after a failure
+            except CancelledError:  # after a failure; anything unexpected propagates, the step never marked complete
                 continue
             size, mtime = listing[rel]
             if count != size:

@@ -13,7 +13,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
+import errno
 import hashlib
+import io
 import json
 import os
 import stat
@@ -23,6 +25,9 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts impor
 PROGRESS_DIR = "rlark-backup"  # not global_step_*: RLinf's resume scan ignores it
 CHUNK = 8 * 1024 * 1024
 PART_SUFFIX = ".rlark-part"
+WINDOW = 1024 * 1024  # a directory copy hashes 1 MiB at a time: the bytes are still in the CPU cache
+# copy_file_range cannot copy between these two files: copy through Python instead
+NO_KERNEL_COPY = (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF, errno.ENOTSUP)
 
 
 class HashingReader:
@@ -45,6 +50,73 @@ class HashingReader:
             self.digest.update(memoryview(buf)[:n])
             self.count += n
         return n
+
+
+def _kernel_copy(src, dst, off, n):
+    """Copy ``n`` bytes at ``off`` of ``src`` to the same offset of ``dst`` in the kernel; bytes copied."""
+    done = 0
+    while done < n:
+        got = os.copy_file_range(src, dst, n - done, off + done, off + done)
+        if not got:
+            break
+        done += got
+    return done
+
+
+def _write_all(out, view):
+    while view:
+        view = view[out.write(view) :]
+
+
+def _copy_through_python(fh, out):
+    """Read ``fh`` into one reused buffer, hash and write each read; ``(sha256, bytes)``."""
+    reader = HashingReader(fh)
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    while True:
+        n = reader.readinto(buf)
+        if not n:
+            break
+        _write_all(out, view[:n])
+    return reader.digest.hexdigest(), reader.count
+
+
+def copy_hashing(fh, out):
+    """Copy the file ``fh`` into ``out`` (both at offset 0), reading each byte once: ``(sha256, bytes)``.
+
+    Window by window, the bytes are read into a reused buffer and hashed, and the kernel copies the same
+    window (copy_file_range: no second copy through Python); where it cannot (another filesystem, an old
+    kernel) the buffer is written instead. A file whose size or mtime moved during the copy raises GateError.
+    """
+    try:
+        src, dst = fh.fileno(), out.fileno()
+    except (AttributeError, io.UnsupportedOperation):
+        return _copy_through_python(fh, out)
+    before = os.fstat(src)
+    digest, off, kernel = hashlib.sha256(), 0, hasattr(os, "copy_file_range")
+    buf = bytearray(WINDOW)
+    view = memoryview(buf)
+    while True:
+        n = os.preadv(src, [buf], off)
+        if not n:
+            break
+        digest.update(view[:n])
+        if kernel:
+            try:
+                copied = _kernel_copy(src, dst, off, n)
+            except OSError as exc:
+                if exc.errno not in NO_KERNEL_COPY or off:
+                    raise
+                copied, kernel = -1, False
+        if not kernel:
+            copied = os.pwrite(dst, view[:n], off)
+        if copied != n:
+            raise GateError("%s: %d of %d bytes written at offset %d" % (getattr(fh, "name", "?"), copied, n, off))
+        off += n
+    after = os.fstat(src)
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or off != after.st_size:
+        raise GateError("%s changed while it was copied (size or mtime moved)" % getattr(fh, "name", "the file"))
+    return digest.hexdigest(), off
 
 
 class DirStore:
@@ -95,24 +167,16 @@ class DirStore:
         dest = self.step_path(step_name, rel)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         tmp = "%s.%d%s" % (dest, os.getpid(), PART_SUFFIX)
-        reader = HashingReader(fh)
-        buf = bytearray(CHUNK)
-        view = memoryview(buf)
         try:
-            with open(tmp, "wb") as out:
-                while True:
-                    n = reader.readinto(buf)
-                    if not n:
-                        break
-                    out.write(view[:n])
-                out.flush()
+            with open(tmp, "wb", buffering=0) as out:
+                digest, count = copy_hashing(fh, out)
                 os.fsync(out.fileno())
             os.replace(tmp, dest)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)  # our own temporary file, never a file of the backup
             raise
-        return reader.digest.hexdigest(), reader.count
+        return digest, count
 
     def read_progress(self, step_name):
         path = os.path.join(self.root, PROGRESS_DIR, step_name + ".json")
@@ -133,6 +197,59 @@ class DirStore:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+
+
+class ListedStore:
+    """A directory on a backup-server inventory host, as read there by rlark_ckpt_backup_info (``listing``).
+
+    It is only judged here, never written: ``listing`` is ``{"root", "steps": {step: {rel: [size, mtime,
+    sha256 or None]}}}``, read on the backup host (sha256 only for the step it was asked to hash).
+    """
+
+    kind = "dir"
+
+    def __init__(self, listing, host):
+        self.root = listing.get("root") or ""
+        self.host = host
+        self.steps = listing.get("steps") or {}
+
+    def location(self, step_name=""):
+        return "%s:%s" % (self.host, os.path.join(self.root, step_name) if step_name else self.root)
+
+    def list(self, step_name):
+        return {rel: (row[0], row[1]) for rel, row in (self.steps.get(step_name) or {}).items()}
+
+    def sha256(self, step_name, rel):
+        row = (self.steps.get(step_name) or {}).get(rel) or ()
+        if len(row) < 3 or not row[2]:
+            raise GateError(
+                "the listing read on rlark_checkpoint_backup_host %s has no sha256 of %s/%s (the backup host hashes "
+                "the step named by rlark_checkpoint_step, or its newest step): set rlark_checkpoint_step=%s"
+                % (self.host, step_name, rel, step_name.rpartition("_")[2])
+            )
+        return row[2]
+
+
+def read_listing(root, step="latest", sha256=False):
+    """What rlark_ckpt_backup_info returns on the backup host: every ``global_step_*`` of ``root`` with its
+    files' size and mtime, and (``sha256``) the hashes of the step named ``step`` (a number), or of the newest."""
+    store = DirStore(root)
+    try:
+        names = [e.name for e in os.scandir(store.root) if e.is_dir() and e.name.startswith("global_step_")]
+    except FileNotFoundError:
+        names = []
+    except OSError as exc:
+        raise GateError("cannot read %s: %s" % (store.root, exc.strerror or exc)) from None
+    numbered = sorted((int(n.rpartition("_")[2]), n) for n in names if n.rpartition("_")[2].isdigit())
+    hashed = "global_step_%s" % step if str(step).isdigit() else (numbered[-1][1] if numbered else "")
+    steps = {}
+    for _number, name in numbered:
+        rows = store.list(name)
+        steps[name] = {
+            rel: [size, mtime, sha256_of(store, name, rel) if sha256 and name == hashed else None]
+            for rel, (size, mtime) in rows.items()
+        }
+    return {"root": store.root, "steps": steps, "hashed": hashed if sha256 else ""}
 
 
 class S3Store:
@@ -206,7 +323,9 @@ class S3Store:
 
 
 def open_store(spec):
-    """The store a normalized backup option names (``path`` or ``s3``)."""
+    """The store a normalized backup option names (``path``, read here or on ``host`` as ``listing``, or ``s3``)."""
+    if spec.get("listing"):
+        return ListedStore(spec["listing"], spec.get("host"))
     if spec.get("path"):
         return DirStore(spec["path"], spec.get("host"))
     from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source

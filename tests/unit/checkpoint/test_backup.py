@@ -150,6 +150,40 @@ def test_an_interrupted_copy_continues_without_copying_finished_files_again(root
     assert tree_of(str(bdir / STEP)) == tree_of(str(root / STEP))
 
 
+def test_without_a_kernel_copy_the_backup_still_equals_the_original(root, tmp_path, monkeypatch):
+    import errno
+
+    def refuse(*_args):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)  # another filesystem (NFS mount, another disk)
+    bdir = tmp_path / "backup"
+    result, changed = gate(root, {"path": str(bdir), "make": True, "required": True}, "write")
+    assert changed and result["backup"]["verdict"] == "verified", result["backup"]
+    assert tree_of(str(bdir / STEP)) == tree_of(str(root / STEP))
+
+
+def test_a_file_that_grows_while_it_is_copied_is_not_recorded(root, tmp_path, monkeypatch):
+    real = os.preadv
+    grown = []
+
+    def preadv_then_append(fd, buffers, offset):
+        n = real(fd, buffers, offset)
+        if not grown and offset == 1024 * 1024:  # actor/big.bin, in its second window
+            grown.append(os.readlink("/proc/self/fd/%d" % fd))
+            with open(grown[0], "ab") as fh:
+                fh.write(b"late bytes")
+        return n
+
+    monkeypatch.setattr(os, "preadv", preadv_then_append)
+    bdir = tmp_path / "backup"
+    result, _changed = gate(root, {"path": str(bdir), "make": True, "required": True})
+    assert grown and "changed while it was copied" in result["backup"]["made"]["error"]
+    with open(str(bdir / "rlark-backup" / (STEP + ".json"))) as fh:
+        assert "actor/big.bin" not in json.load(fh)["files"]
+    assert not os.path.exists(str(bdir / STEP / "actor" / "big.bin")), "never published under its name"
+
+
 def test_make_touches_nothing_outside_the_step(root, tmp_path):
     bdir = tmp_path / "backup"
     os.makedirs(str(bdir / "global_step_20"))
@@ -240,3 +274,46 @@ def test_a_resume_from_the_backup_says_what_it_lacks():
     assert "rlark_resume_node" in resume_problem(here, "a100-01", {"files": []}, "demo")
     assert "rlark_checkpoint_integrity_store=record" in resume_problem(here, "dual-01", {}, "demo")
     assert resume_problem(here, "dual-01", {"files": []}, "demo") == ""
+
+
+def listed(bdir, **kw):
+    """The backup as the backup host reads it (rlark_ckpt_backup_info), through a JSON round trip."""
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.backup_store import read_listing
+
+    return json.loads(json.dumps(read_listing(str(bdir), **kw)))
+
+
+def test_a_backup_read_on_the_backup_host_is_judged_the_same(root, tmp_path):
+    bdir = tmp_path / "backup"
+    copy_tree(str(root / STEP), str(bdir / STEP))
+    os.makedirs(str(bdir / "global_step_20"))
+    spec = {"path": "/srv/backup", "host": "backup-01", "required": True}
+    result, _changed = gate(root, dict(spec, listing=listed(bdir, sha256=True)), "write")
+    assert result["complete"] and result["backup"]["verdict"] == "verified", result["backup"]
+    assert result["backup"]["location"] == "backup-01:%s/%s" % (bdir, STEP)
+    with open(str(bdir / STEP / "actor" / "big.bin"), "r+b") as fh:
+        fh.seek(77)
+        byte = fh.read(1)
+        fh.seek(77)
+        fh.write(bytes([byte[0] ^ 1]))
+    result, _changed = gate(root, dict(spec, listing=listed(bdir, sha256=True)), "write")
+    assert not result["complete"] and ids(result) == [("backup-mismatch", "error", "actor/big.bin")]
+    os.unlink(str(bdir / STEP / "actor" / "big.bin"))
+    result, _changed = gate(root, dict(spec, listing=listed(bdir, step="40")), "off")
+    assert ids(result) == [("backup-missing", "error", "actor/big.bin")]
+
+
+def test_a_listing_without_the_step_hashed_says_what_to_set(root, tmp_path):
+    bdir = tmp_path / "backup"
+    copy_tree(str(root / STEP), str(bdir / STEP))
+    os.makedirs(str(bdir / "global_step_50"))  # newer than the gated step: 'latest' hashes that one
+    with pytest.raises(GateError, match="rlark_checkpoint_step=40"):
+        gate(root, {"path": str(bdir), "host": "backup-01", "listing": listed(bdir, sha256=True)}, "write")
+
+
+def test_making_a_backup_on_another_host_is_refused(root, tmp_path):
+    bdir = tmp_path / "backup"
+    spec = {"path": str(bdir), "host": "backup-01", "make": True, "listing": listed(bdir)}
+    with pytest.raises(GateError, match=r"rlark_checkpoint_backup_make.*rlark_checkpoint_backup_host"):
+        gate(root, spec)
+    assert not os.path.exists(str(bdir))

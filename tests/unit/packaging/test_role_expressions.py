@@ -24,7 +24,7 @@ KNOWN_LONG = {
     "roles/checkpoint_dir_guard/tasks/main.yml:42",
     "roles/checkpoint_dir_guard/tasks/main.yml:49",
     "roles/checkpoint_gate/tasks/options.yml:6",
-    "roles/checkpoint_gate/tasks/options.yml:19",
+    "roles/checkpoint_gate/tasks/options.yml:35",
     "roles/resume/tasks/main.yml:17",
     "roles/resume/tasks/resume.yml:95",
     "roles/resume/vars/main.yml:5",
