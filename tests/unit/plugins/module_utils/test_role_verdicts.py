@@ -5,7 +5,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.rlark.ops.plugins.filter.checkpoint_gate import checkpoint_wait_options
-from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts
+from ansible_collections.rlark.ops.plugins.module_utils import resume_decision, role_verdicts
 
 GATE_40_OF_42 = {
     "complete": True,
@@ -52,8 +52,8 @@ def test_verify_report_resume_mode_needs_a_newer_complete_checkpoint():
 
 def test_resume_override_findings():
     view = {"resume_dirs": ["/c/global_step_4"], "experiment_key": "runner.logger.experiment_name", "experiment": "n"}
-    assert role_verdicts.resume_override_findings(view, "/c/global_step_4", "n") == []
-    (found,) = role_verdicts.resume_override_findings(dict(view, resume_dirs=[]), "/c/global_step_4", "n")
+    assert resume_decision.resume_override_findings(view, "/c/global_step_4", "n") == []
+    (found,) = resume_decision.resume_override_findings(dict(view, resume_dirs=[]), "/c/global_step_4", "n")
     assert (found["id"], found["severity"]) == ("resume-override", "error")
     assert "runner.resume_dir=/c/global_step_4" in found["message"] and "it has [] and " in found["message"]
 
