@@ -25,9 +25,6 @@ KNOWN_LONG = {
     "roles/checkpoint_dir_guard/tasks/main.yml:49",
     "roles/checkpoint_gate/tasks/options.yml:6",
     "roles/checkpoint_gate/tasks/options.yml:19",
-    "roles/verify/tasks/main.yml:32",
-    "roles/verify/tasks/main.yml:58",
-    "roles/verify/tasks/main.yml:91",
 }
 
 
