@@ -10,11 +10,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
 from ansible_collections.rlark.ops.plugins.module_utils import resume_decision as owner
 from ansible_collections.rlark.ops.plugins.module_utils.manifest import InputError
-from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
+from ansible_collections.rlark.ops.plugins.plugin_utils.decision_action import DecisionAction
 
 # Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
 preload()
@@ -64,22 +63,14 @@ def decide(p, check_mode):
     return owner.outcome(source, p["created"], check_mode, p["verify"], p["verify_report"])
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
+class ActionModule(DecisionAction):
+    SPEC = SPEC
+    ERRORS = (OSError, InputError)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        p = plain(self.validate_argument_spec(argument_spec=SPEC)[1])
-        try:
-            decision = decide(p, bool(self._task.check_mode))
-        except (OSError, InputError) as exc:
-            result.update(
-                failed=True,
-                msg="Could not read the stop records of %s under %s (rlark_records_dir): %s"
-                % (p["source"], p["records_dir"], exc),
-            )
-            return result
-        # A decision is no change; the role fails with ``refusal`` where the runbook says so.
-        result.update(changed=False, decision=decision, refusal=decision.get("refusal") or "")
-        return result
+    def decide(self, options, check_mode):
+        return decide(options, check_mode)
+
+    def describe(self, options, exc):
+        return "Could not read the stop records of %s under %s (rlark_records_dir): %s" % (
+            options["source"], options["records_dir"], exc,
+        )  # fmt: skip

@@ -10,10 +10,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
 from ansible_collections.rlark.ops.plugins.module_utils import verify_decision as owner
-from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
+from ansible_collections.rlark.ops.plugins.plugin_utils.decision_action import DecisionAction
 
 # Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
 preload()
@@ -38,7 +37,7 @@ SPEC = dict(
 )
 
 
-def decide(p):
+def decide(p, check_mode=False):
     """The owner's decision for ``p["phase"]`` (``p`` are the validated options, as plain data)."""
     phase, name, continuity = p["phase"], p["name"], p["continuity"] or {}
     if phase == "submitted":
@@ -56,18 +55,8 @@ def decide(p):
     return owner.report(name, p["mode"], p["submitted"], p["judged"], p["logs"], p["gate"], checks)
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
+class ActionModule(DecisionAction):
+    SPEC = SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        p = plain(self.validate_argument_spec(argument_spec=SPEC)[1])
-        try:
-            decision = decide(p)
-        except (TypeError, ValueError) as exc:
-            result.update(failed=True, msg="rlark_verify_decision (%s): %s" % (p["phase"], exc))
-            return result
-        # A decision is no change; the role fails with ``refusal`` where the runbook says so.
-        result.update(changed=False, decision=decision, refusal=decision.get("refusal") or "")
-        return result
+    def decide(self, options, check_mode):
+        return decide(options, check_mode)
