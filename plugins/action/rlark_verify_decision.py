@@ -32,7 +32,7 @@ SPEC = dict(
     submitted=dict(type="dict", default={}),
     judged=dict(type="dict", default={}),
     gate=dict(type="dict", default={}),
-    timeout=dict(type="raw", default=180),
+    verify_timeout=dict(type="raw", default=180),
     wait_msg=dict(type="str", default=""),
 )
 
@@ -49,7 +49,7 @@ def decide(p, check_mode=False):
         head_log = (p["logs"] or {}).get("head_log") or ""
         return owner.running(p["resource"], p["proof"], name, head_log, p["signals"], resume, p["next_checkpoint"])
     checks = {
-        "resume_step": p["resume_step"], "next_checkpoint": p["next_checkpoint"], "timeout": p["timeout"],
+        "resume_step": p["resume_step"], "next_checkpoint": p["next_checkpoint"], "timeout": p["verify_timeout"],
         "wait_msg": p["wait_msg"],
     }  # fmt: skip
     return owner.report(name, p["mode"], p["submitted"], p["judged"], p["logs"], p["gate"], checks)

@@ -96,7 +96,7 @@ options:
     description: The C(rlark.ops.checkpoint_gate) role's result, used only when the V(running) phase said C(gated).
     type: dict
     default: {}
-  timeout:
+  verify_timeout:
     description: The verify timeout in seconds (C(rlark_verify_timeout)), for the message (V(report)).
     type: raw
     default: 180
