@@ -29,6 +29,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.records import acting_identity, file_mode, new_run_id
+from ansible_collections.rlark.ops.plugins.module_utils.wait_options import wait_spec
 from ansible_collections.rlark.ops.plugins.plugin_utils.checkpoint_wait import checkpoint_wait
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
 
@@ -56,8 +57,7 @@ SPEC = dict(
     selection=dict(type="dict", default={}),
     identity=dict(type="dict", default={}),
     wait=dict(type="bool", default=True),
-    wait_timeout=dict(type="float", default=600),
-    wait_sleep=dict(type="float", default=1.0),
+    **wait_spec(600, 1.0),
     deadline=dict(type="float", default=DEFAULT_DEADLINE),
 )
 # Outcomes that fail the task when it runs alone (the guarded_stop role reads ``outcome`` instead).

@@ -16,6 +16,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.verify import job_state
+from ansible_collections.rlark.ops.plugins.module_utils.wait_options import all_names, wait_spec
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
 
@@ -24,12 +25,13 @@ preload()
 
 display = Display()
 
+# The wait in the one wait vocabulary (module_utils/wait_options); timeout and interval are the older names.
 WAIT_SPEC = dict(
     name=dict(type="str", required=True),
     proof=dict(type="dict", default={}),
-    timeout=dict(type="float", default=180),
-    interval=dict(type="float", default=2),
+    **wait_spec(180, 2, older=("timeout", "interval")),
 )
+OWN_NAMES = all_names(WAIT_SPEC)
 
 
 def state_line(state, failure=""):
@@ -47,7 +49,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
-        own = {k: args.pop(k) for k in WAIT_SPEC if k in args}
+        own = {k: args.pop(k) for k in OWN_NAMES if k in args}
         checked = ArgumentSpecValidator(WAIT_SPEC).validate(own)
         if checked.error_messages:
             raise AnsibleActionFail("rlark_job_running: %s" % "; ".join(checked.error_messages))
@@ -64,7 +66,7 @@ class ActionModule(ActionBase):
             state = job_state(resource, params["proof"], params["name"])
             return state["running"], state_line(state, last["failure"]), state
 
-        waiter = Waiter(params["timeout"], params["interval"], progress=display.display)
+        waiter = Waiter(params["wait_timeout"], params["wait_sleep"], progress=display.display)
         timed_out = False
         try:
             state = waiter.wait(look, "Job %s to run as designed" % params["name"])

@@ -22,6 +22,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.resume_sentinel import watch
+from ansible_collections.rlark.ops.plugins.module_utils.wait_options import wait_spec
 
 SPEC = dict(
     **LOG_SOURCE_SPEC,
@@ -34,8 +35,8 @@ SPEC = dict(
     head_task=dict(type="str", required=True),
     original_head_task=dict(type="str"),
     records_dir=dict(type="path", required=True),
-    timeout=dict(type="float", default=180),
-    interval=dict(type="float", default=0.25),
+    # The wait in the one wait vocabulary (module_utils/wait_options); timeout and interval are the older names.
+    **wait_spec(180, 0.25, older=("timeout", "interval")),
 )
 
 
@@ -88,7 +89,7 @@ class ActionModule(ActionBase):
 
         client = None
         try:
-            client = client_from_params(p, timeout=p["timeout"] + 60)
+            client = client_from_params(p, timeout=p["wait_timeout"] + 60)
             result.update(
                 watch(
                     client,
@@ -99,8 +100,8 @@ class ActionModule(ActionBase):
                     reference["steps"],
                     read,
                     head,
-                    p["timeout"],
-                    interval=p["interval"],
+                    p["wait_timeout"],
+                    interval=p["wait_sleep"],
                 )
             )
         except FAILURES as exc:

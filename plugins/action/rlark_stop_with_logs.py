@@ -28,6 +28,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import stop_with_logs
+from ansible_collections.rlark.ops.plugins.module_utils.wait_options import wait_spec
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
 
 # Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
@@ -45,8 +46,7 @@ SPEC = dict(
     export_dir=dict(type="path"),
     namespace=dict(type="str"),
     wait=dict(type="bool", default=True),
-    wait_timeout=dict(type="int", default=600),
-    wait_sleep=dict(type="float", default=1.0),
+    **wait_spec(600, 1.0, timeout_type="int"),
 )
 
 

@@ -18,14 +18,9 @@ def checkpoint_reuse_findings(steps, location, job_name, allowed=False):
     return dir_guard.reuse_findings(job_name, plain(steps) or [], plain(location), bool(allowed))
 
 
-def original_tree_findings(diff, location):
-    return dir_guard.tree_findings(plain(diff), plain(location))
-
-
 class FilterModule:
     def filters(self):
         return {
             "planned_checkpoint_location": planned_checkpoint_location,
             "checkpoint_reuse_findings": checkpoint_reuse_findings,
-            "original_tree_findings": original_tree_findings,
         }

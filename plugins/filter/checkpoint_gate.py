@@ -23,40 +23,41 @@ def checkpoint_wait_options(
     location,
     node_root="",
     step="latest",
-    newer_than=-1,
+    after_step=-1,
     newest_complete=False,
-    timeout=0,
-    interval=2,
+    wait_timeout=0,
+    wait_sleep=2,
     integrity="off",
     integrity_manifest=None,
     options=None,
     integrity_store="file",
     backup=None,
 ):
-    """The rlark_ckpt_wait options for a checkpoint location (None values dropped so the plugin defaults apply)."""
+    """The rlark_ckpt_wait options for a checkpoint location (None values dropped so the plugin defaults apply), in the
+    one wait vocabulary (module_utils/wait_options: after_step, wait_timeout, wait_sleep)."""
     location = plain(location) or {}
     kind = location.get("kind")
     if kind not in ("hostPath", "s3"):
         raise AnsibleFilterError("rlark.ops.checkpoint_wait_options: no checkpoint storage to gate (kind %r)" % kind)
     try:
-        newer_than, timeout, interval = int(newer_than), float(timeout), float(interval)
+        after_step, wait_timeout, wait_sleep = int(after_step), float(wait_timeout), float(wait_sleep)
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("rlark.ops.checkpoint_wait_options: %s" % exc) from exc
-    if interval <= 0:
-        raise AnsibleFilterError("rlark.ops.checkpoint_wait_options: interval must be positive, not %s" % interval)
+    if wait_sleep <= 0:
+        raise AnsibleFilterError("rlark.ops.checkpoint_wait_options: wait_sleep must be positive, not %s" % wait_sleep)
     # Poll only while waiting for a newer complete step, or for the newest step to be complete and quiet;
     # whole polls only: a 1 s budget with 2 s between polls judges once.
-    polls = newer_than >= 0 or (bool(newest_complete) and timeout > 0)
+    polls = after_step >= 0 or (bool(newest_complete) and wait_timeout > 0)
     args = {
         "path": (node_root or "") + location.get("host_path", "") if kind == "hostPath" else None,
         "s3": {k: v for k, v in (location.get("s3") or {}).items() if k in S3_KEYS and v is not None}
         if kind == "s3"
         else None,
         "step": step,
-        "newer_than": newer_than,
+        "after_step": after_step,
         "newest_complete": bool(newest_complete),
-        "timeout": int(timeout / interval) * interval if polls else 0.0,
-        "interval": interval,
+        "wait_timeout": int(wait_timeout / wait_sleep) * wait_sleep if polls else 0.0,
+        "wait_sleep": wait_sleep,
         "integrity": integrity or "off",
         "integrity_manifest": plain(integrity_manifest) or None,
         "integrity_store": integrity_store or "file",

@@ -15,10 +15,6 @@ def checkpoint_location(resource, manifest=None, root=None, object_storage=None)
     return location.locate(plain(resource), plain(manifest), root or None, plain(object_storage))
 
 
-def checkpoint_step_dir(container_root, step):
-    return location.step_dir(container_root, step)
-
-
 def checkpoint_step_number(path):
     return hydra.step_number(path)
 
@@ -35,7 +31,6 @@ class FilterModule:
     def filters(self):
         return {
             "checkpoint_location": checkpoint_location,
-            "checkpoint_step_dir": checkpoint_step_dir,
             "checkpoint_step_number": checkpoint_step_number,
             "without_resume_override": without_resume_override,
             "hydra_overrides": hydra_overrides,

@@ -6,10 +6,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import gate_summary
-from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, finding
 
 
 def verify_report(
@@ -140,43 +138,3 @@ def verify_failure(report, timeout, waited=None, wait_msg=""):
         "failure lines name and submit again." % timeout
     )
     return " ".join(parts)
-
-
-def resume_override_findings(view, resume_dir, name):
-    """The resume-override finding when a resume copy does not carry exactly the two intended overrides."""
-    view = view or {}
-    if view.get("resume_dirs") == [resume_dir] and view.get("experiment") == name:
-        return []
-    message = "The copy must carry exactly one runner.resume_dir=%s and %s=%s, it has %s and %s" % (
-        resume_dir,
-        view.get("experiment_key"),
-        name,
-        json.dumps(view.get("resume_dirs")),
-        json.dumps(view.get("experiment")),
-    )
-    return [finding("resume-override", message, ERROR, path="spec.tasks[0].runScript")]
-
-
-def resume_gate_refusal(result, step, source):
-    """Why a resume may not use the gated checkpoint ('' when it is complete), naming rlark_resume_step.
-
-    A step the gate could not judge (it does not exist, nothing was saved) is not called incomplete.
-    """
-    verdict = gate_summary.summarize(result or {})
-    if verdict["complete"] and verdict["step"] is not None:
-        return ""
-    asked = "the newest complete step" if step in (None, "", "latest") else "step %s" % step
-    todo = (
-        "Set rlark_resume_step to a complete step (N or global_step_N), or leave it unset for the newest complete one."
-    )
-    if not verdict["ran"]:
-        return "Cannot resume %s from %s, nothing was created: %s. %s" % (source, asked, verdict["reason"], todo)
-    newest = verdict.get("latest_complete_step")
-    known = " (the newest complete step is %s)" % newest if newest is not None and newest != verdict["step"] else ""
-    return "Checkpoint %s of %s is not complete, nothing was created: %s%s. %s" % (
-        verdict["step"] if verdict["step"] is not None else step,
-        source,
-        (result or {}).get("msg") or verdict["reason"],
-        known,
-        todo,
-    )

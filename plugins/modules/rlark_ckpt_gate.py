@@ -158,17 +158,21 @@ options:
   wait_timeout:
     description:
       - Seconds to keep judging, inside this one module run, until the wait condition holds (see O(after_step) and
-        O(newest_complete)); the root is listed again every O(wait_interval) seconds. V(0) judges once.
+        O(newest_complete)); the root is listed again every O(wait_sleep) seconds. V(0) judges once.
       - The result then carries RV(timed_out), RV(wait_for), RV(wait_log) (one line per change of what the gate
         sees), RV(waited_seconds) and RV(judged_at). Integrity (O(integrity)) is applied once, to the step the
         wait ended on.
       - While no C(global_step_*) exists yet the wait goes on; a wrong option fails at once.
     type: int
     default: 0
-  wait_interval:
-    description: Seconds between two judgements while waiting.
+  wait_sleep:
+    description:
+      - Seconds between two judgements while waiting.
+      - O(wait_timeout), O(wait_sleep) and O(after_step) are the collection's one wait vocabulary
+        (C(plugins/module_utils/wait_options.py)); C(wait_interval) is the older name, still accepted.
     type: float
     default: 5.0
+    aliases: [wait_interval]
   after_step:
     description:
       - Wait condition - a complete step newer than this step number (the next checkpoint after a stop was
@@ -247,7 +251,7 @@ EXAMPLES = r"""
     path: /data/rlinf/logs/run1/checkpoints
     after_step: 40
     wait_timeout: 1800
-    wait_interval: 30
+    wait_sleep: 30
   delegate_to: a100-01
 
 - name: Show why it is incomplete

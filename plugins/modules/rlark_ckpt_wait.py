@@ -12,7 +12,8 @@ short_description: Wait until an RLinf checkpoint is complete by the rules of rl
 version_added: 0.1.0
 description:
   - Runs the checkpoint gate of M(rlark.ops.rlark_ckpt_gate) again and again until a complete step newer than
-    O(newer_than) exists and (with O(newest_complete)) the newest step is complete and quiet, or O(timeout) passes.
+    O(after_step) exists and (with O(newest_complete)) the newest step is complete and quiet, or
+    O(wait_timeout) passes.
   - Prints one progress line per change of what it sees (newest step, newest complete step, why not yet) instead
     of retry lines, and returns the last gate result with RV(timed_out) and RV(wait_msg) naming what it waited for.
   - On a local connection the gate runs in the controller's worker process (one directory walk or bucket listing
@@ -110,22 +111,29 @@ options:
     description: Ignored; the wait reports instead of failing.
     type: bool
     default: true
-  newer_than:
-    description: Wait for a complete step newer than this one (V(-1) = any).
+  after_step:
+    description:
+      - Wait for a complete step newer than this one (V(-1) = any).
+      - O(wait_timeout), O(wait_sleep) and O(after_step) are the collection's one wait vocabulary
+        (C(plugins/module_utils/wait_options.py)); C(newer_than), C(timeout) and C(interval) are the older names,
+        still accepted.
     type: int
     default: -1
+    aliases: [newer_than]
   newest_complete:
     description: Also wait for the newest step to be the newest complete one (no save running or cut off).
     type: bool
     default: true
-  timeout:
+  wait_timeout:
     description: Seconds to wait; V(0) judges once.
     type: float
     default: 0
-  interval:
+    aliases: [timeout]
+  wait_sleep:
     description: Seconds between two polls.
     type: float
     default: 1.0
+    aliases: [interval]
 extends_documentation_fragment:
   - rlark.ops.backup
 seealso:
@@ -136,15 +144,15 @@ EXAMPLES = r"""
 - name: Wait for the next checkpoint after step 40
   rlark.ops.rlark_ckpt_wait:
     path: /data/rlinf/logs/run1/checkpoints
-    newer_than: 40
-    timeout: 3600
-    interval: 0.5
+    after_step: 40
+    wait_timeout: 3600
+    wait_sleep: 0.5
   register: next_ckpt
 """
 
 RETURN = r"""
 timed_out:
-  description: Whether O(timeout) passed before the condition held.
+  description: Whether O(wait_timeout) passed before the condition held.
   returned: always
   type: bool
 wait_for:

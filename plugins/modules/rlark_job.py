@@ -260,6 +260,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.module_runner import api
 from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 from ansible_collections.rlark.ops.plugins.module_utils.resume import copy_job
+from ansible_collections.rlark.ops.plugins.module_utils.wait_options import wait_spec
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
 from ansible_collections.rlark.ops.plugins.module_utils.write_checks import check_before_write, replica_change_findings
 
@@ -429,8 +430,7 @@ def main():
             allow_pvc_deletion=dict(type="bool", default=False),
             wait=dict(type="bool", default=False),
             wait_for=dict(type="str", choices=["Pending", "Running", "Stopped", "Succeeded", "Failed"]),
-            wait_timeout=dict(type="int", default=300),
-            wait_sleep=dict(type="int", default=2),
+            **wait_spec(300, 2, timeout_type="int", sleep_type="int"),
         ),
         mutually_exclusive=[("definition", "src", "copy_from")],
         required_if=[

@@ -11,9 +11,9 @@ module: rlark_job_running
 short_description: Wait until an RLark Job runs as designed, with progress lines
 version_added: 0.1.0
 description:
-  - Reads the Job with M(rlark.ops.rlark_job_info) (and the API options of this task) every O(interval) seconds
+  - Reads the Job with M(rlark.ops.rlark_job_info) (and the API options of this task) every O(wait_sleep) seconds
     until every Task has its pods running on the nodes the selector proof expects (in the clusters it expects),
-    or O(timeout) passes.
+    or O(wait_timeout) passes.
   - Prints one progress line per change of what keeps the Job from running as designed, instead of retry lines.
   - Never fails on a timeout or a failed read; it returns RV(running), RV(timed_out) and the last RV(state), so
     the caller can say what it waited for and what it saw. Never changes anything.
@@ -44,14 +44,19 @@ options:
         nodes and in the cluster it proved. Empty means any node.
     type: dict
     default: {}
-  timeout:
-    description: Seconds to wait.
+  wait_timeout:
+    description:
+      - Seconds to wait.
+      - O(wait_timeout) and O(wait_sleep) are the collection's one wait vocabulary
+        (C(plugins/module_utils/wait_options.py)); C(timeout) and C(interval) are the older names, still accepted.
     type: float
     default: 180
-  interval:
+    aliases: [timeout]
+  wait_sleep:
     description: Seconds between two reads.
     type: float
     default: 2
+    aliases: [interval]
 """
 
 EXAMPLES = r"""
@@ -59,7 +64,7 @@ EXAMPLES = r"""
   rlark.ops.rlark_job_running:
     name: ppo-demo
     proof: "{{ selector_proof_report }}"
-    timeout: 300
+    wait_timeout: 300
   register: running
 
 - name: Say what was seen
@@ -83,7 +88,7 @@ resources:
   type: list
   elements: dict
 timed_out:
-  description: The Job did not run as designed within O(timeout).
+  description: The Job did not run as designed within O(wait_timeout).
   returned: always
   type: bool
 waited_seconds:

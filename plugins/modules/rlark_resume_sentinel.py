@@ -80,14 +80,19 @@ options:
   namespace:
     description: Namespace of the workloads in the data-plane cluster (default C(rlark-system)).
     type: str
-  timeout:
-    description: Seconds to wait for the first logged step; without one the sentinel decides nothing.
+  wait_timeout:
+    description:
+      - Seconds to wait for the first logged step; without one the sentinel decides nothing.
+      - O(wait_timeout) and O(wait_sleep) are the collection's one wait vocabulary
+        (C(plugins/module_utils/wait_options.py)); C(timeout) and C(interval) are the older names, still accepted.
     type: float
     default: 180
-  interval:
+    aliases: [timeout]
+  wait_sleep:
     description: Seconds between two log reads (the sentinel must decide within a training step).
     type: float
     default: 0.25
+    aliases: [interval]
 seealso:
   - module: rlark.ops.rlark_job
   - plugin: rlark.ops.resume_report
@@ -118,11 +123,11 @@ stopped:
   returned: always
   type: bool
 decided:
-  description: A first step was logged and judged (false when O(timeout) passed first).
+  description: A first step was logged and judged (false when O(wait_timeout) passed first).
   returned: always
   type: bool
 timed_out:
-  description: O(timeout) passed before a decision.
+  description: O(wait_timeout) passed before a decision.
   returned: when watched
   type: bool
 first_step:

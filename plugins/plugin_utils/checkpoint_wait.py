@@ -20,14 +20,15 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options impor
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import argument_spec as gate_spec
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.waiting import wait_for_gate
+from ansible_collections.rlark.ops.plugins.module_utils.wait_options import all_names, wait_spec
 from ansible_collections.rlark.ops.plugins.plugin_utils.in_worker import runs_in_worker
 
+# The one wait vocabulary (module_utils/wait_options); newer_than, timeout and interval are the older names.
 WAIT_SPEC = dict(
-    newer_than=dict(type="int", default=-1),
+    wait_spec(0, 1.0, after_step=-1, older=("newer_than", "timeout", "interval")),
     newest_complete=dict(type="bool", default=True),
-    timeout=dict(type="float", default=0),
-    interval=dict(type="float", default=1.0),
 )
+WAIT_NAMES = all_names(WAIT_SPEC)
 # Applied once to the step the wait ended on, never on every poll.
 INTEGRITY_ARGS = ("integrity", "integrity_path", "integrity_store", "integrity_manifest", "hash_workers", "backup")
 
@@ -46,7 +47,7 @@ def checkpoint_wait(action, args, task_vars, progress=None):
     if checked.error_messages:
         raise AnsibleActionFail("Invalid checkpoint wait options: %s" % "; ".join(checked.error_messages))
     params = checked.validated_parameters
-    gate_args = {k: v for k, v in args.items() if k not in WAIT_SPEC and k not in INTEGRITY_ARGS}
+    gate_args = {k: v for k, v in args.items() if k not in WAIT_NAMES and k not in INTEGRITY_ARGS}
     gate_args["fail_when_incomplete"] = False
     in_process = runs_in_worker(action)
 
@@ -62,11 +63,11 @@ def checkpoint_wait(action, args, task_vars, progress=None):
 
     waited = wait_for_gate(
         judge,
-        newer_than=params["newer_than"],
+        newer_than=params["after_step"],
         newest_complete=params["newest_complete"],
-        timeout=params["timeout"],
-        interval=params["interval"],
-        progress=progress if params["timeout"] > 0 else None,
+        timeout=params["wait_timeout"],
+        interval=params["wait_sleep"],
+        progress=progress if params["wait_timeout"] > 0 else None,
     )
     waited.pop("invocation", None)
     waited["changed"] = False

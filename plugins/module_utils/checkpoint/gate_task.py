@@ -32,8 +32,8 @@ def option_problem(params):
     """The message for an option value the argument spec cannot reject on its own, else ''."""
     if params["hash_workers"] is not None and params["hash_workers"] < 1:
         return "hash_workers must be at least 1, got %d" % params["hash_workers"]
-    if params["wait_timeout"] < 0 or params["wait_interval"] <= 0:
-        return "wait_timeout must not be negative and wait_interval must be above 0"
+    if params["wait_timeout"] < 0 or params["wait_sleep"] <= 0:
+        return "wait_timeout must not be negative and wait_sleep must be above 0"
     return ""
 
 
@@ -71,7 +71,7 @@ def judge(params, source, options):
 
     after = -1 if params["after_step"] is None else params["after_step"]
     wait = dict(newer_than=after, newest_complete=params["newest_complete"])
-    waited = wait_for_gate(once, timeout=params["wait_timeout"], interval=params["wait_interval"], **wait)
+    waited = wait_for_gate(once, timeout=params["wait_timeout"], interval=params["wait_sleep"], **wait)
     if "complete" not in waited:  # never got a gate result: nothing saved under the root yet
         why = "%s %s" % (waited.get("wait_msg", ""), waited.pop("msg", ""))
         raise TaskFailed(why.strip(), changed=False, **waited)

@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible_collections.rlark.ops.plugins.module_utils import step_names
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
 from ansible_collections.rlark.ops.plugins.module_utils.s3_options import BACKUP_ARG_SPEC, S3_ARG_SPEC
+from ansible_collections.rlark.ops.plugins.module_utils.wait_options import wait_spec
 
 DEFAULTS = {
     "runner": L.AUTO,
@@ -44,11 +45,10 @@ GATE_TYPES = {
     "verify_payloads": dict(type="bool"),
     "full_report": dict(type="bool"),
 }
-# How rlark_ckpt_gate itself waits; rlark_ckpt_wait and rlark_guarded_stop wait with their own options.
+# How rlark_ckpt_gate itself waits, in the one wait vocabulary (wait_options; wait_interval is the older name of
+# wait_sleep); rlark_ckpt_wait and rlark_guarded_stop wait with their own defaults of the same names.
 WAIT_SPEC = dict(
-    wait_timeout=dict(type="int", default=0),
-    wait_interval=dict(type="float", default=5.0),
-    after_step=dict(type="int"),
+    wait_spec(0, 5.0, after_step=True, older=("wait_interval",), timeout_type="int"),
     newest_complete=dict(type="bool", default=True),
 )
 WAIT_OPTIONS = tuple(WAIT_SPEC)

@@ -45,28 +45,29 @@ class StopPolicy:
         """The first gate call: at "now" the verdict itself (re-judged within the save window); at the next
         checkpoint one look at what is complete already (no wait, no integrity, no backup)."""
         if self.when == "now":
-            return {"newer_than": -1, "newest_complete": True, "timeout": self.save_window_seconds, "interval": 1.0}
-        return {"newer_than": -1, "newest_complete": True, "timeout": 0.0, "interval": 1.0, "integrity": "off",
+            return {"after_step": -1, "newest_complete": True, "wait_timeout": self.save_window_seconds,
+                    "wait_sleep": 1.0}  # fmt: skip
+        return {"after_step": -1, "newest_complete": True, "wait_timeout": 0.0, "wait_sleep": 1.0, "integrity": "off",
                 "backup": None}  # fmt: skip
 
     def next_wait(self, first_result):
         """At the next checkpoint: the wait for a complete step newer than what ``first_result`` found."""
         latest = summarize(first_result).get("latest_complete_step")
         return {
-            "newer_than": -1 if latest is None else int(latest),
+            "after_step": -1 if latest is None else int(latest),
             "newest_complete": True,
-            "timeout": self.next_checkpoint_timeout,
-            "interval": self.next_checkpoint_poll,
+            "wait_timeout": self.next_checkpoint_timeout,
+            "wait_sleep": self.next_checkpoint_poll,
         }
 
 
 def gate_verdict(result, wait):
-    """``(ok, reason)`` of a gate result for the wait it answered (``newer_than``, ``newest_complete``); the
+    """``(ok, reason)`` of a gate result for the wait it answered (``after_step``, ``newest_complete``); the
     reason is the gate wait's own (``waiting.not_ready_reason``)."""
     result = result or {}
     if result.get("failed") and "complete" not in result:
         return False, result.get("msg") or "the checkpoint gate failed"
-    reason = not_ready_reason(result, int(wait.get("newer_than", -1)), bool(wait.get("newest_complete", True)))
+    reason = not_ready_reason(result, int(wait.get("after_step", -1)), bool(wait.get("newest_complete", True)))
     return not reason, reason
 
 

@@ -61,7 +61,7 @@ class Throttled:
 
 class GuardedStop:
     """One guarded stop. ``gate(wait) -> gate result`` runs the checkpoint gate where the data lives (``wait``:
-    newer_than, newest_complete, timeout, interval, and integrity "off" to skip it); ``read_logs(dest_dir)``
+    after_step, newest_complete, wait_timeout, wait_sleep, and integrity "off" to skip it); ``read_logs(dest_dir)``
     is the log source. ``run()`` returns the outcome for the summary, with ``gate`` and ``stop`` details."""
 
     def __init__(self, client, resource, run_id, policy, gate, read_logs, records, head_pod, **options):

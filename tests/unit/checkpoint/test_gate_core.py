@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ckpt_fixtures as F
-from ansible_collections.rlark.ops.plugins.module_utils import role_verdicts
+from ansible_collections.rlark.ops.plugins.module_utils import resume_decision
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import (
     incomplete_message,
@@ -345,7 +345,7 @@ def test_a_step_that_does_not_exist_is_no_step_and_global_step_names_are_steps(t
     assert "not complete" not in str(err.value) and "incomplete" not in str(err.value)
     named = gate(tmp_path, step="global_step_10", full_report=full_report)
     assert named["complete"] and named["step"] == 10
-    refusal = role_verdicts.resume_gate_refusal({"failed": True, "msg": str(err.value)}, 999, "demo")
+    refusal = resume_decision.resume_gate_refusal({"failed": True, "msg": str(err.value)}, 999, "demo")
     assert refusal.count("Cannot resume demo from step 999, nothing was created: no step 999 under") == 1, refusal
     assert "not complete" not in refusal and refusal.count("rlark_resume_step") == 1, refusal
 

@@ -17,23 +17,6 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 MAX_EXPRESSION = 160
 EXPRESSION = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 BARE_KEYS = ("when", "that", "failed_when", "changed_when", "until")
-# Expressions over the limit that predate it, as "path:first line": each is a decision still to move into its
-# Python owner (issue #25); the list only shrinks.
-KNOWN_LONG = {
-    "roles/checkpoint_dir_guard/tasks/main.yml:10",
-    "roles/checkpoint_dir_guard/tasks/main.yml:42",
-    "roles/checkpoint_dir_guard/tasks/main.yml:49",
-    "roles/checkpoint_gate/tasks/options.yml:6",
-    "roles/checkpoint_gate/tasks/options.yml:35",
-    "roles/resume/tasks/main.yml:17",
-    "roles/resume/tasks/resume.yml:95",
-    "roles/resume/vars/main.yml:5",
-    "roles/resume/vars/main.yml:8",
-    "roles/resume/tasks/resume.yml:303",
-    "roles/verify/tasks/main.yml:32",
-    "roles/verify/tasks/main.yml:58",
-    "roles/verify/tasks/main.yml:91",
-}
 
 
 def yaml_files():
@@ -85,16 +68,13 @@ def fail_task_lookups(text):
     return bad
 
 
-def test_no_new_long_expression_in_roles_and_playbooks():
-    seen, too_long = set(), []
+def test_no_long_expression_in_roles_and_playbooks():
+    too_long = []
     for path in yaml_files():
         with open(os.path.join(ROOT, path)) as handle:
             for line, length in long_expressions(handle.read()):
-                seen.add("%s:%d" % (path, line))
-                if "%s:%d" % (path, line) not in KNOWN_LONG:
-                    too_long.append("%s:%d: %d characters" % (path, line, length))
+                too_long.append("%s:%d: %d characters" % (path, line, length))
     assert too_long == [], "move the decision into its Python owner (or a short filter call)"
-    assert sorted(KNOWN_LONG - seen) == [], "fixed or moved: remove these from KNOWN_LONG"
 
 
 def test_no_fail_task_runs_a_lookup():

@@ -259,7 +259,7 @@ def test_next_checkpoint_waits_for_a_step_newer_than_the_complete_one(tmp_path):
     stop = make_stop(api, tmp_path, gate_result=[COMPLETE, newer], policy=policy)
     out = stop.run()
     assert out["outcome"] == "stopped" and out["step"] == 44
-    assert [w["newer_than"] for w in stop.asked] == [-1, 40] and stop.asked[1]["timeout"] == 99.0
+    assert [w["after_step"] for w in stop.asked] == [-1, 40] and stop.asked[1]["wait_timeout"] == 99.0
     assert stop.asked[0]["integrity"] == "off"
 
 
@@ -283,7 +283,7 @@ def test_an_unknown_when_names_the_variable():
         StopPolicy(when="later")
 
 
-NOW = {"newer_than": -1, "newest_complete": True}
+NOW = {"after_step": -1, "newest_complete": True}
 GATE_40_OF_42 = dict(COMPLETE, newest_step=42, steps=[{"step": 42, "reasons": [".metadata is missing"]}])
 
 
@@ -295,8 +295,8 @@ def test_gate_verdict_needs_the_newest_step_complete():
     assert gate_verdict(timed_out, NOW)[1].startswith("Waited 5 s for step 42. the newest checkpoint")
     assert gate_verdict({"skipped": True}, NOW) == (False, "the checkpoint gate did not run")
     assert gate_verdict({"failed": True, "msg": "no such bucket"}, NOW) == (False, "no such bucket")
-    assert gate_verdict(COMPLETE, {"newer_than": 40, "newest_complete": True})[0] is False
-    assert gate_verdict(COMPLETE, {"newer_than": 39, "newest_complete": True}) == (True, "")
+    assert gate_verdict(COMPLETE, {"after_step": 40, "newest_complete": True})[0] is False
+    assert gate_verdict(COMPLETE, {"after_step": 39, "newest_complete": True}) == (True, "")
 
 
 def test_markers_reason_names_what_is_missing():

@@ -3,7 +3,7 @@
 """Issue 32, item 2: resuming a resumed Job is a normal step, and a step asked for is never ignored."""
 
 import pytest
-from ansible_collections.rlark.ops.plugins.module_utils import render, resume, review, role_verdicts
+from ansible_collections.rlark.ops.plugins.module_utils import render, resume, resume_decision, review
 from migration_inputs import example
 
 ROOT = "/data/rlinf/logs/%s/checkpoints/global_step_%d"
@@ -13,7 +13,7 @@ def review_of_copy(copy_job, source, manifest, profile, resume_dir, name):
     """What the resume role reviews (resume.yml, "Review the copy like a new submission")."""
     view = resume.review_view(copy_job, source, manifest, profile)
     found = review.review_job(view["job"], manifest, profile)
-    found += role_verdicts.resume_override_findings(view, resume_dir, name)
+    found += resume_decision.resume_override_findings(view, resume_dir, name)
     return [f for f in found if f["severity"] == "error"]
 
 

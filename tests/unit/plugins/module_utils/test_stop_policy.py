@@ -44,16 +44,16 @@ def test_an_unknown_when_is_refused_by_name():
 def test_at_now_the_first_wait_is_the_verdict_within_the_save_window():
     # when as the role hands it over, decoded from JSON: an equal string, not the same object
     p = StopPolicy(when=json.loads('"now"'), save_window_seconds=30)
-    assert p.first_wait() == {"newer_than": -1, "newest_complete": True, "timeout": 30.0, "interval": 1.0}
+    assert p.first_wait() == {"after_step": -1, "newest_complete": True, "wait_timeout": 30.0, "wait_sleep": 1.0}
 
 
 def test_at_the_next_checkpoint_the_first_wait_is_one_look_without_integrity():
     p = StopPolicy(when="next_checkpoint", save_window_seconds=30)
     assert p.first_wait() == {
-        "newer_than": -1,
+        "after_step": -1,
         "newest_complete": True,
-        "timeout": 0.0,
-        "interval": 1.0,
+        "wait_timeout": 0.0,
+        "wait_sleep": 1.0,
         "integrity": "off",
         "backup": None,
     }
@@ -62,7 +62,12 @@ def test_at_the_next_checkpoint_the_first_wait_is_one_look_without_integrity():
 @pytest.mark.parametrize("first, newer_than", [({}, -1), (dict(COMPLETE_0, step=40, latest_complete_step=40), 40)])
 def test_the_next_wait_is_for_a_complete_step_newer_than_the_first_look_found(first, newer_than):
     p = StopPolicy(when="next_checkpoint", next_checkpoint_timeout=600, next_checkpoint_poll=2)
-    assert p.next_wait(first) == {"newer_than": newer_than, "newest_complete": True, "timeout": 600.0, "interval": 2.0}
+    assert p.next_wait(first) == {
+        "after_step": newer_than,
+        "newest_complete": True,
+        "wait_timeout": 600.0,
+        "wait_sleep": 2.0,
+    }
 
 
 def test_a_wait_without_fields_takes_any_complete_newest_step_step_0_included():
