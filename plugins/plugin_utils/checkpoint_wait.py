@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import backup, integrity, layouts
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import gate_task, layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import GATE_OPTIONS, WAIT_OPTIONS
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import argument_spec as gate_spec
@@ -97,21 +97,12 @@ def _integrity(action, waited, params, gate_args, in_process, task_vars, progres
     check_mode = action._play_context.check_mode
     try:
         source = source_from_params(params)
-        written = integrity.apply(
-            source,
-            waited,
-            params["integrity"],
-            path=params["integrity_path"],
-            manifest=params["integrity_manifest"],
-            workers=params["hash_workers"],
-            check_mode=check_mode,
-            store=params["integrity_store"],
-        )
+        written = gate_task.apply_integrity(params, source, waited, check_mode)
     except (layouts.GateError, OSError) as exc:
         waited.update(failed=True, msg="integrity manifest: %s" % exc)
         return False
     try:
-        copied = backup.apply(source, waited, params["backup"], params["integrity_manifest"], check_mode, progress)
+        copied = gate_task.apply_backup(params, source, waited, check_mode, progress)
     except (layouts.GateError, OSError) as exc:
         waited.update(failed=True, msg="checkpoint backup: %s" % exc)
         return written

@@ -106,13 +106,13 @@ def apply_integrity(params, source, result, check_mode):
     )
 
 
-def apply_backup(params, source, result, check_mode):
+def apply_backup(params, source, result, check_mode, progress=None):
     """Make (when asked) and judge the backup of the chosen step (checkpoint/backup.py); True when files were copied."""
     if not params["backup"]:
         return False
     from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import backup
 
-    return backup.apply(source, result, params["backup"], manifest=params["integrity_manifest"], check_mode=check_mode)
+    return backup.apply(source, result, params["backup"], params["integrity_manifest"], check_mode, progress)
 
 
 def gate_task(params, check_mode=False):
