@@ -145,6 +145,14 @@ TARGETS[MU + "jobs.py"] = [
 # The guarded-stop core: when a stop may happen (its own tests live with the stop transaction's).
 TARGETS[MU + "guarded_stop/policy.py"] = [UT + "test_stop_policy.py", UT + "test_guarded_stop_transaction.py"]
 
+# The checkpoint location (issue 26, second half): its own tests and its callers' (filters, resume copy).
+TARGETS[MU + "checkpoint/location.py"] = [
+    UT + "test_location_edges.py",
+    UT + "test_jobspec.py",
+    "tests/unit/plugins/filter/test_query_filter.py",
+    UT + "test_playbook_core.py",
+]
+
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
 
