@@ -153,6 +153,14 @@ TARGETS[MU + "checkpoint/location.py"] = [
     UT + "test_playbook_core.py",
 ]
 
+# What one pass over a step keeps: its own tests, then the gate's and the S3 listing's (its callers).
+TARGETS[MU + "checkpoint/step_listing.py"] = [
+    CK + "test_step_listing.py",
+    CK + "test_gate_core.py",
+    CK + "test_s3_source.py",
+    CK + "test_gate_siblings.py",
+]
+
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
 
