@@ -161,6 +161,11 @@ TARGETS[MU + "checkpoint/step_listing.py"] = [
     CK + "test_gate_siblings.py",
 ]
 
+TARGETS[MU + "checkpoint/identify.py"] = [CK + "test_identify_edges.py", CK + "test_gate_core.py"] + [
+    CK + "test_gate_siblings.py",
+    CK + "test_gate_tolerances.py",
+]
+
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
 
