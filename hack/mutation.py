@@ -166,6 +166,9 @@ TARGETS[MU + "checkpoint/identify.py"] = [CK + "test_identify_edges.py", CK + "t
     CK + "test_gate_tolerances.py",
 ]
 
+# The tree proof: its own tests and the resume's original-tree guard (dir_guard reads its diffs).
+TARGETS[MU + "checkpoint/tree.py"] = [CK + "test_tree_edges.py", UT + "test_checkpoint_dirs.py"]
+
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
 
