@@ -161,6 +161,11 @@ TARGETS[MU + "checkpoint/step_listing.py"] = [
     CK + "test_gate_siblings.py",
 ]
 
+# The layout table, then what reads a step's names (backend, runner, parts) and its ranks: own tests first.
+TARGETS[MU + "checkpoint/layouts.py"] = [CK + "test_layouts_edges.py", CK + "test_gate_core.py"] + [
+    CK + name for name in ("test_rule_registry.py", "test_s3_source.py", "test_integrity.py")
+]
+
 TARGETS[MU + "checkpoint/identify.py"] = [CK + "test_identify_edges.py", CK + "test_gate_core.py"] + [
     CK + "test_gate_siblings.py",
     CK + "test_gate_tolerances.py",
