@@ -171,6 +171,10 @@ TARGETS[MU + "checkpoint/identify.py"] = [CK + "test_identify_edges.py", CK + "t
     CK + "test_gate_tolerances.py",
 ]
 
+TARGETS[MU + "checkpoint/parallelism.py"] = [CK + "test_parallelism_edges.py", CK + "test_gate_core.py"] + [
+    CK + "test_gate_tolerances.py"
+]
+
 # The tree proof: its own tests and the resume's original-tree guard (dir_guard reads its diffs).
 TARGETS[MU + "checkpoint/tree.py"] = [CK + "test_tree_edges.py", UT + "test_checkpoint_dirs.py"]
 
