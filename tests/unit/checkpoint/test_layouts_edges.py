@@ -60,6 +60,10 @@ def test_fsdp_only_runners_refuse_megatron(runner, backend):
         ),
         (("megatron_torch_dist", 4, None, None, 3), "actor_world_size=4 is not a multiple of"),
         (("megatron", 3, 2, None, None), "= 2"),
+        (
+            ("megatron", 6, None, None, 4),
+            "actor_world_size=6 is not a multiple of tensor_parallel x pipeline_parallel x expert_parallel = 4",
+        ),
         (("megatron", 3, None, 2, None), "= 2"),
     ],
 )
@@ -380,3 +384,53 @@ def test_infer_grid_cached_is_bounded():
         L.infer_grid_cached(names, tp)
     L.infer_grid_cached(names, 257)
     assert len(L._GRIDS) == 257
+
+
+def test_layout_options_compare_by_value_and_large_rank_sets():
+    # Module options arrive parsed from JSON: equal strings, never layouts.py's own constants.
+    exp = L.expect(7, "reasoning", "".join(["megatron", "_torch_dist"]), None)
+    assert exp.row == "megatron-torch-dist"
+    assert L.contiguous_size(set(range(300))) == 300  # past the ints CPython caches
+    assert L.contiguous_size(set(range(301)) - {7}) is None
+
+
+def test_parse_mp_rank_names_reads_past_a_foreign_name():
+    assert L.parse_mp_rank_names(["other", "mp_rank_00", "mp_rank_01_002"]) == ({0, 1}, {2}, set(), {1, 2})
+
+
+@pytest.mark.parametrize(
+    "runner, features, directories",
+    [
+        (
+            "sac",
+            (),
+            ["actor/dcp_checkpoint", "actor/sac_components/target_model", "actor/sac_components/replay_buffer"],
+        ),
+        ("embodied", ("local_shard",), ["actor/local_shard_checkpoint"]),
+        ("embodied", (), ["actor/dcp_checkpoint"]),
+        ("reasoning", (), ["actor/dcp_checkpoint"]),
+        ("dagger", (), ["actor/dcp_checkpoint", "actor/dagger_components/replay_buffer"]),
+        ("iql", (), [m + "/local_shard_checkpoint" for m in L.IQL_MODELS]),
+        ("dagger", ("local_shard",), ["actor/local_shard_checkpoint", "actor/dagger_components/replay_buffer"]),
+        (
+            "sac",
+            ("local_shard",),
+            ["actor/local_shard_checkpoint", "actor/sac_components/target_model", "actor/sac_components/replay_buffer"],
+        ),
+    ],
+)
+def test_each_familys_rank_groups_read_the_shards_its_row_writes(runner, features, directories):
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import parallelism
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.step_listing import StepFacts
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.verdict import StepVerdict
+
+    facts = StepFacts("global_step_5")
+    for rel, _kind in L.expect(5, runner, "fsdp", 2, features=features).entries:
+        facts.add_file(rel, 1, 1.0)
+        parts = rel.split("/")[:-1]
+        facts.dirs.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    v = StepVerdict(facts)
+    v.family = L.FAMILY[runner]
+    size, groups = parallelism.infer_world_size(v, facts, facts.children(), None)
+    assert (size, v.findings) == (2, [])
+    assert groups == [(d, {0, 1}) for d in directories]
