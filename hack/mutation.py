@@ -148,6 +148,39 @@ TARGETS[MU + "jobs.py"] = [
 # The guarded-stop core: when a stop may happen (its own tests live with the stop transaction's).
 TARGETS[MU + "guarded_stop/policy.py"] = [UT + "test_stop_policy.py", UT + "test_guarded_stop_transaction.py"]
 
+# The checkpoint location (issue 26, second half): its own tests and its callers' (filters, resume copy).
+TARGETS[MU + "checkpoint/location.py"] = [
+    UT + "test_location_edges.py",
+    UT + "test_jobspec.py",
+    "tests/unit/plugins/filter/test_query_filter.py",
+    UT + "test_playbook_core.py",
+]
+
+# What one pass over a step keeps: its own tests, then the gate's and the S3 listing's (its callers).
+TARGETS[MU + "checkpoint/step_listing.py"] = [
+    CK + "test_step_listing.py",
+    CK + "test_gate_core.py",
+    CK + "test_s3_source.py",
+    CK + "test_gate_siblings.py",
+]
+
+# The layout table, then what reads a step's names (backend, runner, parts) and its ranks: own tests first.
+TARGETS[MU + "checkpoint/layouts.py"] = [CK + "test_layouts_edges.py", CK + "test_gate_core.py"] + [
+    CK + name for name in ("test_rule_registry.py", "test_s3_source.py", "test_integrity.py")
+]
+
+TARGETS[MU + "checkpoint/identify.py"] = [CK + "test_identify_edges.py", CK + "test_gate_core.py"] + [
+    CK + "test_gate_siblings.py",
+    CK + "test_gate_tolerances.py",
+]
+
+TARGETS[MU + "checkpoint/parallelism.py"] = [CK + "test_parallelism_edges.py", CK + "test_gate_core.py"] + [
+    CK + "test_gate_tolerances.py"
+]
+
+# The tree proof: its own tests and the resume's original-tree guard (dir_guard reads its diffs).
+TARGETS[MU + "checkpoint/tree.py"] = [CK + "test_tree_edges.py", UT + "test_checkpoint_dirs.py"]
+
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
 

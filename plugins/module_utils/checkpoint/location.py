@@ -83,7 +83,8 @@ def _covering_mount(head, root):
     for m in jobspec.main_container(head).get("volumeMounts") or []:
         mp = (m.get("mountPath") or "").rstrip("/") or "/"
         covers = root == mp or root.startswith(mp.rstrip("/") + "/")
-        if covers and (best is None or len(mp) > len(best[0])):
+        # The same mount point twice ("/data" and "/data/"): the runtime mounts them in order, the last one shows.
+        if covers and (best is None or len(mp) >= len(best[0])):
             best = (mp, m)
     return best
 
@@ -145,7 +146,7 @@ def locate(resource, manifest=None, explicit_root=None, object_storage=None):
             jobspec.job_name(job), head.get("name"), vol.get("name")
         )
         storage_map = jobspec.workload(head).get("pvcStorageMap") or {}
-        cls = storage_map.get(claim.get("claimName") or "") or storage_map.get(name)
+        cls = storage_map.get(name)  # keyed by the claim's name, the agent's own one when claimName is empty
         if cls in object_storage:
             target = dict(object_storage[cls])
             prefix = target.get("prefix", "").strip("/")
