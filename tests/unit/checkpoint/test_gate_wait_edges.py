@@ -261,3 +261,23 @@ def test_waited_seconds_count_from_the_start():
 
     out = waiting.wait_for_gate(judge, timeout=30, interval=0.5, clock=clock)
     assert out["waited_seconds"] == 4.01
+
+
+def test_the_newest_steps_own_reasons_only():
+    """Only the entry of the newest step itself gives the reasons (a result read back from JSON, steps above 256)."""
+    import json
+
+    result = gate(300, 290, findings=[{"message": "from the findings"}])
+    result["steps"] = [{"step": 290, "reasons": ["r290"]}, {"step": 300, "reasons": ["r300"]}]
+    assert summarize(json.loads(json.dumps(result)))["reason"].endswith("cut off): r300")
+    result["steps"] = [{"step": 290, "reasons": ["r290"]}, {"step": None, "reasons": ["odd"]}]
+    assert summarize(result)["reason"].endswith("cut off): from the findings")
+    result["steps"] = [{"step": 301, "reasons": ["r301"]}]
+    assert summarize(result)["reason"].endswith("cut off): from the findings")
+
+
+def test_a_complete_newest_step_above_256_read_back_from_json():
+    import json
+
+    view = summarize(json.loads(json.dumps(gate(300, 300))))
+    assert view["newest_complete"] is True and view["reason"] == ""
