@@ -97,3 +97,11 @@ def test_megatron_world_size_must_be_a_multiple():
 @pytest.mark.parametrize("given,step", [("latest", "latest"), ("40", 40), ("global_step_40", 40), (7, 7), (0, 0)])
 def test_step_spellings(given, step):
     assert O.normalize_options({"step": given})["step"] == step
+
+
+def test_auto_read_back_from_json_is_auto():
+    """Options come from module arguments (JSON): "auto" is compared by value."""
+    auto = "".join(["au", "to"])
+    assert auto == "auto" and auto is not O.L.AUTO
+    opts = O.normalize_options({"runner": auto, "backend": "megatron", "critic": True})
+    assert opts["runner"] == "auto" and opts["backend"] == "megatron"
