@@ -119,6 +119,58 @@ for _name in (
 # The backup of a hostPath step (issue 27): its verdict and making the copy, with their unit tests.
 TARGETS[MU + "checkpoint/backup_copy.py"] = [CK + "test_backup_copy.py", CK + "test_backup.py"]
 TARGETS[MU + "checkpoint/backup.py"] = [CK + "test_backup.py", CK + "test_gate_core.py"]
+# Narrowed per module (issue 26, third session): the module's own tests and its direct callers', fastest first;
+# GATE_TESTS' slowest files only where they reach the module.
+TARGETS[MU + "checkpoint/gate.py"] = [
+    CK + "test_gate_edges.py",
+    CK + "test_gate_core.py",
+    CK + "test_rule_registry.py",
+    CK + "test_gate_tolerances.py",
+    CK + "test_s3_source.py",
+    CK + "test_megatron_integrity_list.py",
+    "tests/unit/plugins/modules/test_rlark_ckpt_gate.py",
+    CK + "test_gate_matrix.py",
+]
+TARGETS[MU + "checkpoint/verdict.py"] = [
+    CK + "test_verdict_edges.py",
+    CK + "test_gate_edges.py",
+    CK + "test_gate_core.py",
+    CK + "test_gate_tolerances.py",
+]
+# The wait and the gate's flat summary: their tests, and the guarded stop's that call both.
+WAIT_TESTS = [CK + "test_gate_wait_edges.py", UT + "test_guarded_stop_core.py", UT + "test_stop_policy.py"]
+TARGETS[MU + "checkpoint/waiting.py"] = [*WAIT_TESTS, "tests/unit/plugins/modules/test_rlark_ckpt_gate.py"]
+TARGETS[MU + "checkpoint/gate_summary.py"] = [*WAIT_TESTS, UT + "test_role_verdicts.py", UT + "test_playbook_core.py"]
+TARGETS[MU + "checkpoint/dir_guard.py"] = [
+    UT + "test_dir_guard_edges.py",
+    UT + "test_checkpoint_dirs.py",
+    "tests/unit/packaging/test_role_expressions.py",
+]
+# The manifest (schema and hashing): their tests, and those of the gate's Megatron lists and the backup that read it.
+INTEGRITY_TESTS = [
+    CK + "test_integrity_edges.py",
+    CK + "test_integrity.py",
+    CK + "test_megatron_integrity_list.py",
+    CK + "test_backup.py",
+]
+TARGETS[MU + "checkpoint/integrity.py"] = [*INTEGRITY_TESTS, "tests/unit/plugins/modules/test_rlark_ckpt_gate.py"]
+TARGETS[MU + "checkpoint/integrity_schema.py"] = INTEGRITY_TESTS
+TARGETS[MU + "checkpoint/options.py"] = [
+    CK + "test_gate_options_edges.py",
+    CK + "test_gate_core.py",
+    "tests/unit/plugins/modules/test_rlark_ckpt_gate.py",
+    UT + "test_stop_policy.py",
+]
+TARGETS[MU + "checkpoint/sources.py"] = [
+    "tests/unit/plugins/modules/test_gate_task_edges.py",
+    CK + "test_s3_source.py",
+    "tests/unit/plugins/modules/test_rlark_ckpt_gate.py",
+]
+TARGETS[MU + "checkpoint/rules.py"] = [CK + "test_rule_registry.py", UT + "test_findings_catalogue.py"]
+TARGETS[MU + "checkpoint/gate_task.py"] = [
+    "tests/unit/plugins/modules/test_gate_task_edges.py",
+    "tests/unit/plugins/modules/test_rlark_ckpt_gate.py",
+]
 TARGETS[MU + "redact.py"] = [
     UT + "test_redact_edges.py",
     UT + "test_secret_rules.py",
@@ -147,6 +199,8 @@ TARGETS[MU + "jobs.py"] = [
 
 # The guarded-stop core: when a stop may happen (its own tests live with the stop transaction's).
 TARGETS[MU + "guarded_stop/policy.py"] = [UT + "test_stop_policy.py", UT + "test_guarded_stop_transaction.py"]
+# The stop record's write-ahead log: its own tests, and those of its callers (transaction.py, recovery.py).
+TARGETS[MU + "guarded_stop/journal.py"] = [UT + "test_journal_edges.py", UT + "test_guarded_stop_transaction.py"]
 
 # The checkpoint location (issue 26, second half): its own tests and its callers' (filters, resume copy).
 TARGETS[MU + "checkpoint/location.py"] = [

@@ -24,7 +24,7 @@ import tempfile
 from ansible_collections.rlark.ops.plugins.module_utils.findings import finding
 from ansible_collections.rlark.ops.plugins.module_utils.labels import STOPPED_BY_RUN
 from ansible_collections.rlark.ops.plugins.module_utils.log_records import log_file_name
-from ansible_collections.rlark.ops.plugins.module_utils.manifest import parse_text
+from ansible_collections.rlark.ops.plugins.module_utils.manifest import InputError, parse_text
 from ansible_collections.rlark.ops.plugins.module_utils.records import (
     DEFAULT_MODE,
     _create_exclusive,
@@ -110,7 +110,7 @@ def read_record(path):
     try:
         with open(path) as handle:
             data = parse_text(handle.read(), path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):  # InputError: not YAML (a record cut off or edited by hand)
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -172,6 +172,10 @@ class StopJournal:
         """Each staged log replaces ``log-<pod>.log``: a published log is always a whole file."""
         for tmp, name in staged:
             os.replace(tmp, os.path.join(self.directory, name))
+            # The same export published again (no new read after the stop) is a second link to the published
+            # file: rename(2) of two links to one file does nothing and would leave the staged name behind.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         if staged:
             fsync_dir(self.directory)
         self.logs = sorted(set(self.logs) | {name for _tmp, name in staged})
