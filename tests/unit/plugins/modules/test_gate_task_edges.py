@@ -36,10 +36,10 @@ def seed(root, *steps):
         ({}, ""),
         ({"hash_workers": 1}, ""),
         ({"hash_workers": 0}, "hash_workers must be at least 1, got 0"),
-        ({"wait_timeout": 0, "wait_interval": 0.01}, ""),
-        ({"wait_timeout": -1}, "wait_timeout must not be negative and wait_interval must be above 0"),
-        ({"wait_interval": 0}, "wait_timeout must not be negative and wait_interval must be above 0"),
-        ({"wait_interval": -1.0}, "wait_timeout must not be negative and wait_interval must be above 0"),
+        ({"wait_timeout": 0, "wait_sleep": 0.01}, ""),
+        ({"wait_timeout": -1}, "wait_timeout must not be negative and wait_sleep must be above 0"),
+        ({"wait_sleep": 0}, "wait_timeout must not be negative and wait_sleep must be above 0"),
+        ({"wait_sleep": -1.0}, "wait_timeout must not be negative and wait_sleep must be above 0"),
     ],
 )
 def test_option_problem(given, problem):
@@ -99,7 +99,7 @@ def test_the_backup_is_applied_only_when_asked(tmp_path, monkeypatch):
 
     calls = []
 
-    def fake(source, result, spec, manifest=None, check_mode=False):
+    def fake(source, result, spec, manifest=None, check_mode=False, progress=None):
         calls.append((spec, manifest, check_mode))
         return spec.get("copied", False)
 
@@ -146,16 +146,16 @@ def test_judge_waits_when_only_after_step_is_set(tmp_path):
 
 def test_judge_with_a_timeout(tmp_path):
     seed(tmp_path, (10, "marker-missing"))
-    p = params(path=str(tmp_path), actor_world_size=2, wait_timeout=1, wait_interval=0.05, newest_complete=True)
+    p = params(path=str(tmp_path), actor_world_size=2, wait_timeout=1, wait_sleep=0.05, newest_complete=True)
     r, why = T.judge(p, T.open_source(p), {"actor_world_size": 2, "quiet_seconds": 120})
     assert r["timed_out"] is True and why.startswith("Timed out after 1s waiting for the newest checkpoint")
-    p = params(path=str(tmp_path), actor_world_size=2, wait_timeout=1, wait_interval=0.05, newest_complete=False)
+    p = params(path=str(tmp_path), actor_world_size=2, wait_timeout=1, wait_sleep=0.05, newest_complete=False)
     r, why = T.judge(p, T.open_source(p), {"actor_world_size": 2, "quiet_seconds": 120})
     assert why == "" and r["timed_out"] is False and r["wait_for"] == "the checkpoint gate"
 
 
 def test_judge_nothing_saved_yet_fails_with_both_messages(tmp_path):
-    p = params(path=str(tmp_path), wait_timeout=1, wait_interval=0.05)
+    p = params(path=str(tmp_path), wait_timeout=1, wait_sleep=0.05)
     with pytest.raises(T.TaskFailed) as e:
         T.judge(p, T.open_source(p), {"quiet_seconds": 120})
     assert str(e.value).startswith("Timed out after 1s waiting for the newest checkpoint to be complete and quiet")
@@ -176,7 +176,7 @@ def test_judge_a_layout_error_ends_the_wait(tmp_path, monkeypatch):
         raise layouts.LayoutError("bad layout")
 
     monkeypatch.setattr(T, "run_gate", refuse)
-    p = params(path=str(tmp_path), wait_timeout=5, wait_interval=0.01)
+    p = params(path=str(tmp_path), wait_timeout=5, wait_sleep=0.01)
     with pytest.raises(layouts.LayoutError):
         T.judge(p, T.open_source(p), {"quiet_seconds": 120})
     assert calls == [1]
