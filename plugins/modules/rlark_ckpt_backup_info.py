@@ -39,8 +39,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: It only reads (lists and hashes), so check mode runs it as it is.
   diff_mode:
     support: none
+    description: Nothing changes, so there is nothing to diff.
 """
 
 EXAMPLES = r"""

@@ -14,7 +14,7 @@ description:
   - The resume's decisions have one owner, C(plugins/module_utils/resume_decision.py); the C(rlark.ops.resume) role
     only wires them through this action, one O(phase) at a time, between the reads, the gate and the creation.
   - V(plan) refuses an original that is missing or still running, parses O(step) (V(latest), C(N) or
-    C(global_step_N)), finds the earlier resume that is this run (nothing is created then, RV(decision.outcome) says
+    C(global_step_N)), finds the earlier resume that is this run (nothing is created then, RV(decision) says
     so), locates the original's checkpoints and, with O(read_records), takes the integrity manifest a stop record of
     the original keeps for the step (the reference of integrity verify and of a resume from the backup).
   - V(checkpoint) refuses a partial or missing gated checkpoint (the C(integrity-*) findings in a table), and names

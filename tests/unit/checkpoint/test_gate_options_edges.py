@@ -23,7 +23,8 @@ def test_defaults_and_spec():
     assert spec["actor_world_size"] == {"type": "int"} and spec["critic"] == {"type": "bool"}
     assert spec["runner"]["choices"][0] == "auto" and spec["runner"]["default"] == "auto"
     assert spec["fail_when_incomplete"] == {"type": "bool", "default": True}
-    assert spec["wait_timeout"] == {"type": "int", "default": 0} and spec["wait_sleep"]["default"] == 5.0 and spec["wait_sleep"]["aliases"] == ["wait_interval"]
+    assert spec["wait_timeout"] == {"type": "int", "default": 0} and spec["wait_sleep"]["default"] == 5.0
+    assert spec["wait_sleep"]["aliases"] == ["wait_interval"]
     assert spec["integrity"]["default"] == "off" and spec["path"] == {"type": "path"}
     assert O.GATE_TYPES["runner"] is not spec["runner"]  # the table is copied, never edited
     assert "default" not in O.GATE_TYPES["runner"]

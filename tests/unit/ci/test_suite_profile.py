@@ -26,7 +26,7 @@ def test_waits_and_children():
 
 
 def test_profile_splits_waits_children_and_their_cpu(tmp_path):
-    (tmp_path / "conftest.py").write_text(SUITE.split("def test_")[0])
+    (tmp_path / "conftest.py").write_text(SUITE.split("def test_", maxsplit=1)[0])
     (tmp_path / "test_tiny.py").write_text("import subprocess, sys, time\n\ndef test_" + SUITE.split("def test_")[1])
     profile = tmp_path / "profile.jsonl"
     env = dict(os.environ, RLARK_SUITE_PROFILE=str(profile), PYTHONPATH=INTEGRATION)

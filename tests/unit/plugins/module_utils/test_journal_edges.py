@@ -145,7 +145,10 @@ def test_a_record_survives_an_index_that_cannot_be_written(tmp_path, monkeypatch
     wal = journal.StopJournal(str(tmp_path), "demo", RUN)
     assert wal.begin({"x": 1}) == wal.path
     assert wal.finish("stopped", {"x": 1}) == wal.path
-    monkeypatch.setattr(journal, "write_index", lambda *a: (_ for _ in ()).throw(ValueError("bad")))
+    def bad(*a, **kw):
+        raise ValueError("bad")
+
+    monkeypatch.setattr(journal, "write_index", bad)
     assert wal.finish("failed", {"x": 1}) == wal.path
     with open(wal.path) as handle:
         assert "outcome: failed" in handle.read()
