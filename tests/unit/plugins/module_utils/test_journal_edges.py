@@ -145,6 +145,7 @@ def test_a_record_survives_an_index_that_cannot_be_written(tmp_path, monkeypatch
     wal = journal.StopJournal(str(tmp_path), "demo", RUN)
     assert wal.begin({"x": 1}) == wal.path
     assert wal.finish("stopped", {"x": 1}) == wal.path
+
     def bad(*a, **kw):
         raise ValueError("bad")
 
