@@ -188,12 +188,16 @@ def test_a_progress_write_every_batch_files_by_default(tmp_path):
     assert [line.split(": ")[1].split(" files")[0] for line in lines] == ["16/17", "17/17"]
 
 
-def test_a_progress_write_every_batch_bytes_whatever_batch_files_says(stores, monkeypatch):
+@pytest.mark.parametrize(
+    "batch_bytes, batches",
+    [(2500, ["2/3", "3/3"]), (3000, ["2/3", "3/3"]), (3001, ["3/3"])],  # a.bin + sub/b.bin are 3000 bytes
+)
+def test_a_progress_write_every_batch_bytes_whatever_batch_files_says(stores, monkeypatch, batch_bytes, batches):
     original, store, listing, _bdir = stores
-    monkeypatch.setattr(C, "BATCH_BYTES", 2500)  # a.bin + sub/b.bin (3000 bytes) pass it, in name order
+    monkeypatch.setattr(C, "BATCH_BYTES", batch_bytes)  # passed, reached exactly, not reached (name order)
     lines = []
     C.make(original, store, STEP, listing, batch_files=16, progress=lines.append, workers=1)
-    assert [line.split(": ")[1].split(" files")[0] for line in lines] == ["2/3", "3/3"]
+    assert [line.split(": ")[1].split(" files")[0] for line in lines] == batches
 
 
 def test_the_byte_batch_is_the_256_mib_the_docs_promise():
