@@ -188,12 +188,16 @@ def test_a_progress_write_every_batch_files_by_default(tmp_path):
     assert [line.split(": ")[1].split(" files")[0] for line in lines] == ["16/17", "17/17"]
 
 
-def test_a_progress_write_every_batch_bytes_whatever_batch_files_says(stores, monkeypatch):
+@pytest.mark.parametrize(
+    "batch_bytes, batches",
+    [(2500, ["2/3", "3/3"]), (3000, ["2/3", "3/3"]), (3001, ["3/3"])],  # a.bin + sub/b.bin are 3000 bytes
+)
+def test_a_progress_write_every_batch_bytes_whatever_batch_files_says(stores, monkeypatch, batch_bytes, batches):
     original, store, listing, _bdir = stores
-    monkeypatch.setattr(C, "BATCH_BYTES", 2500)  # a.bin + sub/b.bin (3000 bytes) pass it, in name order
+    monkeypatch.setattr(C, "BATCH_BYTES", batch_bytes)  # passed, reached exactly, not reached (name order)
     lines = []
     C.make(original, store, STEP, listing, batch_files=16, progress=lines.append, workers=1)
-    assert [line.split(": ")[1].split(" files")[0] for line in lines] == ["2/3", "3/3"]
+    assert [line.split(": ")[1].split(" files")[0] for line in lines] == batches
 
 
 def test_the_byte_batch_is_the_256_mib_the_docs_promise():
@@ -249,3 +253,49 @@ def test_a_given_worker_count_is_used_as_given(stores, monkeypatch):
     monkeypatch.setattr(C, "default_workers", lambda st: asked.append(st) or 1)
     assert C.make(original, store, STEP, listing, workers=1)["copied"] == 3 and asked == []
     assert C.make(original, DirStore(store.root + "-2"), STEP, listing)["copied"] == 3 and len(asked) == 1
+
+
+class _OutOfOrderPool:
+    """A ThreadPoolExecutor stand-in that runs each copy when it is submitted, except ``held``: left queued, so
+    the failure's cancel() reaches it while the copy submitted after it has finished (the race of two workers
+    where the later one starts its file first), deterministically."""
+
+    held = "sub/b.bin"
+
+    def __init__(self, max_workers=None):
+        self.max_workers = max_workers
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def submit(self, fn, rel):
+        from concurrent.futures import Future
+
+        future = Future()
+        if rel != self.held:
+            try:
+                future.set_result(fn(rel))
+            except Exception as exc:  # a Future carries whatever the copy raised
+                future.set_exception(exc)
+        return future
+
+
+def test_a_copy_finished_after_a_cancelled_one_is_still_recorded(stores, monkeypatch):
+    import concurrent.futures
+
+    original, store, listing, bdir = stores
+    (bdir / STEP / "a.bin").mkdir(parents=True)  # not ours where a.bin must go: the first copy fails
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", _OutOfOrderPool)
+    with pytest.raises(GateError, match=r"stopped at a\.bin \(1 of 3 files copied, 0 were already there\)"):
+        C.make(original, store, STEP, listing, batch_files=16, workers=2)
+    state = progress_of(bdir)
+    assert sorted(state["files"]) == ["sub/c.bin"] and not state["complete"]
+    assert state["files"]["sub/c.bin"]["sha256"] == hashlib.sha256(FILES["sub/c.bin"]).hexdigest()
+    assert not os.path.exists(str(bdir / STEP / "sub" / "b.bin")), "the cancelled copy never ran"
+    monkeypatch.undo()
+    os.rmdir(str(bdir / STEP / "a.bin"))
+    made = C.make(original, store, STEP, listing, workers=1)
+    assert (made["copied"], made["skipped"]) == (2, 1), "the finished copy is not made again"
