@@ -439,3 +439,84 @@ def test_manifest_entries_refusals(manifest, message):
     with pytest.raises(ManifestError) as e:
         manifest_entries(manifest)
     assert str(e.value).startswith(message)
+
+
+# -- timings ----------------------------------------------------------------------------------------------
+
+
+def clock(monkeypatch, *times):
+    ticks = iter(times)
+    monkeypatch.setattr(I.time, "time", lambda: next(ticks))
+
+
+def test_apply_reports_its_seconds_rounded_to_milliseconds(tmp_path, monkeypatch):
+    """The end time minus the start (not its remainder or quotient: the start is 1.0 here), to 3 decimals."""
+    src = Source({"a": b"aa"})
+    clock(monkeypatch, 1.0, 1.0, 3.00049)  # apply's start, the manifest's created, apply's end
+    r = result()
+    I.apply(src, r, "write", path=str(tmp_path / "m.json"))
+    assert r["integrity"]["seconds"] == 2.0 and r["integrity"]["manifest"]["created"] == "1970-01-01T00:00:01Z"
+    good = {"files": [{"path": "a", "size": 2, "sha256": sha(b"aa")}]}
+    clock(monkeypatch, 1.0, 2.50049)
+    r = result()
+    I.apply(src, r, "verify", manifest=good)
+    assert r["integrity"]["seconds"] == 1.5 and r["integrity"]["status"] == "verified"
+
+
+# -- values as the module receives them -------------------------------------------------------------------
+
+
+def parsed(text):
+    """A string as Ansible hands it to a module (parsed from JSON): not the interned literal of the same text."""
+    return json.loads(json.dumps(text))
+
+
+def test_verify_compares_sizes_by_value():
+    """Sizes above 256 are distinct int objects: a listed size equal to the file's is no mismatch."""
+    data = b"z" * 1000
+    manifest = json.loads(json.dumps({"files": [{"path": "big", "size": 1000, "sha256": sha(data)}]}))
+    assert I.verify(Source({"big": data}), STEP, manifest, workers=1) == ([], {"files": 1, "bytes": 1000})
+
+
+def test_an_unreadable_integrity_list_does_not_end_the_check():
+    listed = {"files": [{"path": "w.bin", "sha256": sha(b"W")}]}
+    src = Source({"cut.json": b"{", "iter/integrity.json": json.dumps(listed).encode(), "iter/w.bin": b"w"})
+    found = I.verify_integrity_lists(src, STEP, ["cut.json", "iter/integrity.json"], workers=1)
+    assert [(f["id"], f["path"]) for f in found] == [
+        ("integrity-manifest-unreadable", "cut.json"),
+        ("integrity-mismatch", "iter/w.bin"),
+    ]
+
+
+def test_apply_with_parsed_modes(tmp_path):
+    src = Source({"a": b"aa"})
+    r = result()
+    assert I.apply(src, r, parsed("off")) is False and "integrity" not in r
+    r = result()
+    assert I.apply(src, r, parsed("write"), path=str(tmp_path / "m.json")) is True
+    assert r["integrity"]["status"] == "written" and (tmp_path / "m.json").exists()
+    r = result()
+    assert I.apply(src, r, parsed("write"), store=parsed("result")) is False
+    assert r["integrity"]["status"] == "returned" and r["integrity"]["path"] is None
+    with pytest.raises(GateError):
+        I.apply(src, result(), parsed("write"), path="/m.json", store=parsed("result"))
+    r = result()
+    assert I.apply(src, r, parsed("verify"), path=str(tmp_path / "m.json"), store=parsed("file")) is False
+    assert r["integrity"]["status"] == "verified" and r["integrity"]["files"] == 1
+
+
+def test_default_path_of_a_source_without_a_kind():
+    class Bare:
+        root = "/r"
+
+    assert I.default_path(Bare(), STEP) is None
+
+
+def test_verify_reads_its_path_whatever_the_store(tmp_path):
+    """integrity_store is where a written manifest goes: verify reads integrity_path with store=result too."""
+    src = Source({"a": b"aa"})
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"step_dir": STEP, "files": [{"path": "a", "size": 2, "sha256": sha(b"aa")}]}))
+    r = result()
+    assert I.apply(src, r, "verify", path=str(path), store="result") is False
+    assert (r["integrity"]["status"], r["integrity"]["path"], r["complete"]) == ("verified", str(path), True)

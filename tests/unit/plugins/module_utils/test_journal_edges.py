@@ -51,6 +51,18 @@ def test_records_problem_room_boundary(tmp_path, monkeypatch):
     assert journal.records_problem(str(tmp_path)) is None
     assert journal.records_problem(str(tmp_path), check_mode=True) is None
     assert os.listdir(str(tmp_path)) == []
+    monkeypatch.setattr(journal.os, "statvfs", lambda p: Stats(journal.ROOM_MARGIN - 1, frsize=1))
+    assert journal.records_problem(str(tmp_path))["id"] == "records-no-room"  # no logs: the margin alone, to the byte
+
+
+def test_records_problem_adds_the_margin_to_the_logs(tmp_path, monkeypatch):
+    """Logs of exactly the margin's size need twice the margin (a sum, not the bits of both)."""
+    monkeypatch.setattr(journal.os, "statvfs", lambda p: Stats(2 * journal.ROOM_MARGIN - 4096))
+    found = journal.records_problem(str(tmp_path), journal.ROOM_MARGIN)
+    assert found["id"] == "records-no-room"
+    assert "need about 16.0 MiB (logs 8.0 MiB + 8.0 MiB margin)" in found["message"]
+    monkeypatch.setattr(journal.os, "statvfs", lambda p: Stats(2 * journal.ROOM_MARGIN))
+    assert journal.records_problem(str(tmp_path), journal.ROOM_MARGIN) is None
 
 
 def test_records_problem_not_a_directory(tmp_path):
@@ -92,6 +104,9 @@ def test_read_record(tmp_path):
     listed = tmp_path / "list.yml"
     listed.write_text("- a\n")
     assert journal.read_record(str(listed)) == {}
+    cut = tmp_path / "cut.yml"
+    cut.write_bytes(b"outcome: \xff\xfe\n")  # not UTF-8 (a record cut inside a character): a ValueError
+    assert journal.read_record(str(cut)) == {}
     good = tmp_path / "good.yml"
     good.write_text("outcome: pending\n")
     assert journal.read_record(str(good)) == {"outcome": "pending"}
@@ -150,6 +165,8 @@ def test_a_record_survives_an_index_that_cannot_be_written(tmp_path, monkeypatch
         raise ValueError("bad")
 
     monkeypatch.setattr(journal, "write_index", bad)
+    other = journal.StopJournal(str(tmp_path), "demo", RUN + "b")
+    assert other.begin({"x": 1}) == other.path and journal.read_record(other.path)["outcome"] == "pending"
     assert wal.finish("failed", {"x": 1}) == wal.path
     with open(wal.path) as handle:
         assert "outcome: failed" in handle.read()
@@ -214,3 +231,13 @@ def test_record_text_is_a_stop_record(tmp_path):
     with open(wal.path) as handle:
         docs = [d for d in yaml.safe_load_all(handle.read()) if d]
     assert any(isinstance(d, dict) and d.get("outcome") == "pending" for d in docs)
+
+
+def test_a_staged_log_is_hidden_under_its_published_name(tmp_path):
+    """A staged log left by a crash before its commit says whose log it is: .log-<pod>.log.XXXXXX."""
+    wal = journal.StopJournal(str(tmp_path / "rec"), "demo", RUN)
+    wal.begin({"x": 1})
+    ((tmp, name),) = wal._stage([export(tmp_path, "p-1", "a\n")])
+    assert name == "log-p-1.log" and os.path.dirname(tmp) == wal.directory
+    assert os.path.basename(tmp).startswith(".log-p-1.log.") and len(os.path.basename(tmp)) > len(".log-p-1.log.")
+    wal._drop([(tmp, name)])

@@ -2,6 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One rlark_ckpt_gate task on validated parameters, value by value (issue 26: mutants of checkpoint/gate_task.py)."""
 
+import json
 import os
 import sys
 
@@ -187,3 +188,30 @@ def test_judge_checks_the_options_before_waiting(tmp_path):
     p = params(path=str(tmp_path), wait_timeout=600)
     with pytest.raises(layouts.LayoutError):
         T.judge(p, T.open_source(p), {"step": "x"})
+
+
+def test_a_wait_not_met_fails_a_complete_step_with_its_reason(tmp_path):
+    seed(tmp_path, (10, "complete"))
+    p = params(path=str(tmp_path), actor_world_size=2, after_step=10)
+    r = T.gate_task(p)
+    assert r["complete"] is True and r["failed"] is True and r["changed"] is False
+    assert r["msg"] == (
+        "Waited for a complete checkpoint newer than global_step_10 and the newest checkpoint to be complete and "
+        "quiet, not there yet (wait_timeout=0): newest global_step_10, newest complete global_step_10"
+    )
+    r = T.gate_task(dict(p, fail_when_incomplete=False))
+    assert r["complete"] is True and "failed" not in r and "msg" not in r
+
+
+def test_integrity_off_never_reaches_the_integrity_code(tmp_path, monkeypatch):
+    """Off as the module receives it (parsed from JSON, not an interned literal): no manifest is hashed or read."""
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import integrity
+
+    def reached(*a, **kw):
+        raise AssertionError("integrity.apply called with integrity=off")
+
+    monkeypatch.setattr(integrity, "apply", reached)
+    seed(tmp_path, (10, "complete"))
+    off = json.loads('"off"')
+    r = T.gate_task(params(path=str(tmp_path), actor_world_size=2, integrity=off))
+    assert r["complete"] is True and r["changed"] is False and "integrity" not in r
