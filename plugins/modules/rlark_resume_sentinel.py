@@ -22,8 +22,8 @@ description:
     M(rlark.ops.rlark_job) O(rlark.ops.rlark_job#module:state=stopped) does), before its first checkpoint save.
   - The original Job O(original) is never patched; naming it as O(name) fails.
   - A scratch or load-failure line of RLinf, or a first step that is N+1 with other metrics, is left to the
-    verification (M(rlark.ops.rlark_job_running) and the P(rlark.ops.resume_report#filter) filter), which also judges
-    the whole continuity window.
+    verification (M(rlark.ops.rlark_job_running) and M(rlark.ops.rlark_verify_decision) in the C(rlark.ops.verify)
+    role), which also judges the whole continuity window.
   - With O(log_source=kubeconfig) and no O(clusters), the head pod is read from the cluster its Task runs in (read
     from the Job's Tasks until the controller placed them).
   - Runs entirely in an action plugin on the controller, where the log sources are read.
@@ -95,8 +95,7 @@ options:
     aliases: [interval]
 seealso:
   - module: rlark.ops.rlark_job
-  - plugin: rlark.ops.resume_report
-    plugin_type: filter
+  - module: rlark.ops.rlark_verify_decision
 """
 
 EXAMPLES = r"""
