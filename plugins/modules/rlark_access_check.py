@@ -22,17 +22,13 @@ description:
 author:
   - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
+  - rlark.ops.controller_action
   - rlark.ops.auth
 attributes:
   check_mode:
     support: full
     description: Reviews store nothing; the module runs unchanged in check mode.
-  diff_mode:
-    support: none
-    description: No diff.
   platform:
-    support: full
-    platforms: posix
     description: Runs on the controller or any host that can reach the API server.
 options:
   job:

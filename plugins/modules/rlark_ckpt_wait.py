@@ -26,12 +26,7 @@ attributes:
   check_mode:
     support: full
     description: Reads only in check mode (O(integrity=write) hashes but writes no manifest).
-  diff_mode:
-    support: none
-    description: No diff.
   platform:
-    support: full
-    platforms: posix
     description: The gate runs where the data is (the node for a host directory, the controller for S3).
 options:
   path:
@@ -135,6 +130,7 @@ options:
     default: 1.0
     aliases: [interval]
 extends_documentation_fragment:
+  - rlark.ops.controller_action
   - rlark.ops.backup
 seealso:
   - module: rlark.ops.rlark_ckpt_gate

@@ -30,6 +30,7 @@ description:
 author:
   - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
+  - rlark.ops.controller_action
   - rlark.ops.auth
   - rlark.ops.log_source
 attributes:
@@ -37,12 +38,7 @@ attributes:
     support: full
     description: Gates and judges (no integrity manifest written), writes no record, sends no patch; the outcome is
       C(would stop) or C(refused) with a reason starting "would refuse".
-  diff_mode:
-    support: none
-    description: No diff.
   platform:
-    support: full
-    platforms: posix
     description: Runs on the controller; the checkpoint gate runs on the task's target.
 options:
   name:

@@ -24,17 +24,12 @@ description:
     written.
 author:
   - rlark.ops contributors (@rlark-ops)
+extends_documentation_fragment:
+  - rlark.ops.controller_action
 attributes:
   check_mode:
     support: full
     description: Writes nothing in check mode.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller.
 options:
   records_dir:
     description: Root of the records.

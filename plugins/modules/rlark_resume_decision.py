@@ -28,17 +28,12 @@ description:
     it is RV(refusal), and the role fails with it."
 author:
   - rlark.ops contributors (@rlark-ops)
+extends_documentation_fragment:
+  - rlark.ops.controller_action
 attributes:
   check_mode:
     support: full
     description: Writes nothing in any mode; V(outcome) words the report for check mode.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller.
 options:
   phase:
     description: Which decision.

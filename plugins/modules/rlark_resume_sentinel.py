@@ -30,19 +30,13 @@ description:
 author:
   - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
+  - rlark.ops.controller_action
   - rlark.ops.auth
   - rlark.ops.log_source
 attributes:
   check_mode:
     support: full
     description: Reads the old run's record only; nothing is watched or stopped.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller.
 options:
   name:
     description: Name of the new (resumed) Job to watch and, on a restart, stop.

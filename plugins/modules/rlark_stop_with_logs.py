@@ -28,19 +28,13 @@ description:
 author:
   - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
+  - rlark.ops.controller_action
   - rlark.ops.auth
   - rlark.ops.log_source
 attributes:
   check_mode:
     support: full
     description: The stop is sent as a server-side dry run (C(dryRun=All)); no log is read and nothing is awaited.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller.
 options:
   name:
     description: Name of the Job.
