@@ -47,8 +47,7 @@ SPEC = dict(
     gate=dict(type="dict", default={}),
     when=dict(type="str", default="now", choices=list(WHEN)),
     save_window_seconds=dict(type="float", default=0),
-    next_checkpoint_timeout=dict(type="float", default=3600),
-    next_checkpoint_poll=dict(type="float", default=0.25),
+    **wait_spec(3600, 0.25, older=("next_checkpoint_timeout", "next_checkpoint_poll"), prefix="next_checkpoint_"),
     done_markers=dict(type="list", elements="raw", default=[]),
     accept_truncated_logs=dict(type="bool", default=False),
     **LOG_SOURCE_SPEC,
@@ -112,7 +111,7 @@ class ActionModule(ActionBase):
         try:
             mode = file_mode(p["records_mode"] or self._templar.template(task_vars.get("rlark_records_mode") or ""))
             policy = StopPolicy(
-                p["when"], p["save_window_seconds"], p["next_checkpoint_timeout"], p["next_checkpoint_poll"],
+                p["when"], p["save_window_seconds"], p["next_checkpoint_wait_timeout"], p["next_checkpoint_wait_sleep"],
                 p["done_markers"], p["accept_truncated_logs"],
             )  # fmt: skip
         except ValueError as exc:

@@ -19,7 +19,7 @@ description:
     data-plane cluster each pod's Task runs in; C(gateway) calls RLark's C(/jobs/<job>/logs) endpoint,
     which only has the last 1000 lines of Running pods.
   - With O(wait_for) it polls until every regex is found in the head pod's log, any O(stop_on)
-    regex is found, or O(timeout) passes; the result says which.
+    regex is found, or O(wait_timeout) passes; the result says which.
 extends_documentation_fragment:
   - rlark.ops.log_source.lookup
 options:
@@ -92,14 +92,20 @@ options:
     description: Regex of the first line a new head container prints (multi-line mode).
     type: str
     default: '^(?:Ray runtime started\.|Starting Ray head node\b)'
-  timeout:
-    description: Seconds to wait for O(wait_for).
+  wait_timeout:
+    description:
+      - Seconds to wait for O(wait_for).
+      - The older name C(timeout) is an alias.
     type: float
     default: 0
-  interval:
-    description: Seconds between two reads while waiting.
+    aliases: [timeout]
+  wait_sleep:
+    description:
+      - Seconds between two reads while waiting.
+      - The older name C(interval) is an alias.
     type: float
     default: 1
+    aliases: [interval]
 """
 
 EXAMPLES = r"""
@@ -107,7 +113,7 @@ EXAMPLES = r"""
   ansible.builtin.set_fact:
     logs: >-
       {{ lookup('rlark.ops.job_logs', 'demo', head_task='actor', logs_dir='/srv/logs',
-                wait_for=['Executing run script'], stop_on=['Traceback'], timeout=60) }}
+                wait_for=['Executing run script'], stop_on=['Traceback'], wait_timeout=60) }}
 
 - name: Fail when the run script never started or the log shows a failure
   ansible.builtin.assert:
@@ -143,7 +149,7 @@ _raw:
       description: The head pod's log text.
       type: str
     timed_out:
-      description: Whether O(timeout) passed before every O(wait_for) regex was seen.
+      description: Whether O(wait_timeout) passed before every O(wait_for) regex was seen.
       type: bool
     stopped_on:
       description: The O(stop_on) regexes found.
@@ -206,7 +212,7 @@ class LookupModule(LookupBase):
             started = time.monotonic()
             try:
                 logs, timed_out = wait_for_logs(
-                    read, head, done, self.get_option("timeout"), self.get_option("interval")
+                    read, head, done, self.get_option("wait_timeout"), self.get_option("wait_sleep")
                 )
             except LogSourceError as exc:
                 raise AnsibleLookupError("rlark.ops.job_logs: %s" % exc) from exc

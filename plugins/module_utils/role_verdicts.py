@@ -134,7 +134,7 @@ def verify_failure(report, timeout, waited=None, wait_msg=""):
     if wait_msg:
         parts.append(wait_msg.rstrip(".") + ".")
     parts.append(
-        "Raise rlark_verify_timeout (now %s s) when the start-up is only slow; otherwise fix what the findings and "
-        "failure lines name and submit again." % timeout
+        "Raise rlark_verify_wait_timeout (now %s s) when the start-up is only slow; otherwise fix what the findings "
+        "and failure lines name and submit again." % timeout
     )
     return " ".join(parts)

@@ -81,14 +81,20 @@ options:
       - At C(now), keep re-judging up to this long for a moment between two saves (C(rlark_save_window_seconds)).
     type: float
     default: 0
-  next_checkpoint_timeout:
-    description: At C(next_checkpoint), how long to wait for it.
+  next_checkpoint_wait_timeout:
+    description:
+      - At C(next_checkpoint), how long to wait for it (C(rlark_next_checkpoint_wait_timeout)).
+      - The older name C(next_checkpoint_timeout) is an alias.
     type: float
     default: 3600
-  next_checkpoint_poll:
-    description: At C(next_checkpoint), seconds between two looks.
+    aliases: [next_checkpoint_timeout]
+  next_checkpoint_wait_sleep:
+    description:
+      - At C(next_checkpoint), seconds between two looks.
+      - The older name C(next_checkpoint_poll) is an alias.
     type: float
     default: 0.25
+    aliases: [next_checkpoint_poll]
   done_markers:
     description: '"Uploads finished" markers: log regexes or C(jmespath:) conditions over C({job, tasks, pods}).'
     type: list

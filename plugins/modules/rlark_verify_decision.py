@@ -21,22 +21,17 @@ description:
   - V(running) judges the Job read again, the signals in the head's log and (resume mode) the resume and its
     continuity with the old run, and says whether the first checkpoint after the resume is to be gated.
   - V(report) is the verify record's report and, when the Job is not verified, the failure message
-    (RV(refusal)) naming C(rlark_verify_timeout) and the findings.
+    (RV(refusal)) naming C(rlark_verify_wait_timeout) and the findings.
   - "Runs on the controller; reads and writes nothing. A refusal does not fail the task: it is RV(refusal), and
     the role fails with it."
 author:
   - rlark.ops contributors (@rlark-ops)
+extends_documentation_fragment:
+  - rlark.ops.controller_action
 attributes:
   check_mode:
     support: full
     description: Reads and writes nothing in any mode.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller.
 options:
   phase:
     description: Which decision.
@@ -97,7 +92,7 @@ options:
     type: dict
     default: {}
   verify_timeout:
-    description: The verify timeout in seconds (C(rlark_verify_timeout)), for the message (V(report)).
+    description: The verify timeout in seconds (C(rlark_verify_wait_timeout)), for the message (V(report)).
     type: raw
     default: 180
   wait_msg:

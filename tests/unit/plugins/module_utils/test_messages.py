@@ -115,8 +115,8 @@ def test_verify_of_running_pods_without_signals_is_not_called_not_running():
     assert msg.count("Job demo is submitted and its pods run as designed (actor 1/1 Running on a100-01)") == 1, msg
     assert msg.count("Start-up signals not seen in the head's log within 180.2 s: Ray head started") == 1, msg
     assert "not verified as running" not in msg and "Running: True" not in msg and "{" not in msg
-    assert msg.count("rlark_verify_timeout (now 180 s)") == 1, msg
+    assert msg.count("rlark_verify_wait_timeout (now 180 s)") == 1, msg
     pending = role_verdicts.verify_failure(running_report(False, []), 180, None, "timed out after 180 s")
     assert pending.count("Job demo is submitted but its pods do not run as designed within 180 s: actor 0/1") == 1
-    assert pending.count("rlark_verify_timeout") == 1, pending
+    assert pending.count("rlark_verify_wait_timeout") == 1, pending
     assert role_verdicts.verify_failure(running_report(True, []), 180) == ""

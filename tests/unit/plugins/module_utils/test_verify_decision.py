@@ -50,4 +50,4 @@ def test_a_report_that_is_not_verified_says_what_to_set():
     judged = verify_decision.running(submitted_job(), {}, "demo", "", {}, {"mode": "normal"}, True)
     made = verify_decision.report("demo", "normal", {"submitted": True}, judged, {}, {}, {"timeout": 30})
     assert made["report"]["ok"] is False
-    assert "Raise rlark_verify_timeout (now 30 s)" in made["refusal"]
+    assert "Raise rlark_verify_wait_timeout (now 30 s)" in made["refusal"]
