@@ -189,7 +189,7 @@ test: venv collection
 	@$(MAKE) --no-print-directory -j2 checks integration
 
 checks: venv collection
-	@$(MAKE) --no-print-directory -j1 lint sanity unit bench-quick
+	@$(MAKE) --no-print-directory -j1 lint sanity unit mutation-quick bench-quick
 
 # The suite must pass on a loaded 2-core machine: the same `make test` with two CPU burners beside it
 # (stopped by their PIDs when it ends).
@@ -235,11 +235,11 @@ bench: venv collection sandbox-up sandbox-free
 bench-quick: venv collection
 	$(call run_pytest,bench-quick,bench -q -s,RLARK_BENCH_QUICK=1)
 
-# Mutation testing of the safety core (cosmic-ray, hack/mutation.py; bench/results/mutation.md). Not part of
-# `make test`: a whole run takes hours. MODULE=plugins/module_utils/selectors.py runs one module;
-# RETEST=1 re-runs only that module's survivors (with OPERATOR=core/X also every mutant X made).
-# mutation-quick mutates only the safety-core lines changed since BASE (merge base with HEAD,
-# uncommitted changes included).
+# Mutation testing of the safety core (cosmic-ray, hack/mutation.py; bench/results/mutation.md). A whole run
+# takes hours, so `make test` runs only the quick mode. MODULE=plugins/module_utils/selectors.py runs one
+# module; RETEST=1 re-runs only that module's survivors (with OPERATOR=core/X also every mutant X made).
+# mutation-quick (part of `make test`) mutates only the safety-core lines changed since BASE (merge base
+# with HEAD, or with origin/BASE; uncommitted changes included) and fails on a survivor not listed.
 MODULE ?=
 BASE ?= main
 mutation: venv collection

@@ -402,6 +402,15 @@ def run_module(module, retest=False, since=None, operator=None):
     cosmic(module, "exec", config, session)
 
 
+def merge_base(since):
+    """The merge base of HEAD with ``since`` (or ``origin/<since>``, as in a CI clone without the branch)."""
+    for rev in (since, "origin/" + since):
+        found = subprocess.run(["git", "merge-base", rev, "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        if found.returncode == 0:
+            return found.stdout.strip()
+    return None
+
+
 def cmd_run(args):
     global SESSIONS
     modules = args.modules or list(TARGETS)
@@ -412,9 +421,13 @@ def cmd_run(args):
         # Quick sessions of their own: the full ones (and bench/results/mutation.md) stay as they are.
         SESSIONS = os.path.join(WORK, "quick")
         shutil.rmtree(SESSIONS, ignore_errors=True)
-        base = subprocess.run(
-            ["git", "merge-base", args.since, "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True
-        ).stdout.strip()
+        base = merge_base(args.since)
+        if base is None:
+            print(
+                ">> quick mode: neither %s nor origin/%s is a commit here: nothing to compare (set BASE=)"
+                % (args.since, args.since)
+            )
+            return 0
         for module in modules:
             lines = changed_lines(module, base)
             if lines:
