@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils import placement
+from ansible_collections.rlark.ops.plugins.module_utils import deployment_profile, placement
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
 HOST_KEYS = ("rlark_node_name", "rlark_node_cluster", "rlark_node_root", "ansible_host")
@@ -54,12 +54,9 @@ def node_host(node, hostvars, groups, hosts=None):
 
 
 def expected_nodes(profile):
-    """Task name -> the admin's recorded global match list, from a deployment profile."""
-    out = {}
-    for role in (plain(profile) or {}).get("roles") or []:
-        if isinstance(role, dict) and role.get("name") and role.get("global_matches") is not None:
-            out[role["name"]] = [m.get("name") if isinstance(m, dict) else m for m in role["global_matches"]]
-    return out
+    """Task name -> the admin's recorded global match list, from a deployment profile (rlark_node_match's
+    O(profile) reads it the same way)."""
+    return deployment_profile.expected_nodes(plain(profile))
 
 
 class FilterModule:

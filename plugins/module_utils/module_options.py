@@ -41,6 +41,7 @@ NODE_MATCH_SPEC = dict(
     ),
     cluster_id=dict(type="str"),
     expected_nodes=dict(type="dict"),
+    profile=dict(type="dict"),
     own_job=dict(type="str"),
     fail_on_findings=dict(type="bool", default=True),
     timeout=dict(type="int", default=120),

@@ -15,6 +15,7 @@ __metaclass__ = type
 import datetime
 import threading
 
+from ansible_collections.rlark.ops.plugins.module_utils.deployment_profile import expected_nodes
 from ansible_collections.rlark.ops.plugins.module_utils.findings import has_errors, render
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import POD_TASK_LABEL, get_job, list_pods
 from ansible_collections.rlark.ops.plugins.module_utils.kube import (
@@ -121,7 +122,7 @@ def node_match(client, params):
         tasks,
         nodes_by_selector,
         params.get("cluster_id"),
-        params.get("expected_nodes"),
+        params.get("expected_nodes") or expected_nodes(params.get("profile")) or None,
         path_prefix=path_prefix,
         own_used=own_used,
     )

@@ -75,6 +75,12 @@ options:
   expected_nodes:
     description:
       - The admin's recorded match list per task name, for drift detection.
+      - When not given, read from O(profile).
+    type: dict
+  profile:
+    description:
+      - The deployment profile; its C(roles[].global_matches[].name) are the recorded match lists when
+        O(expected_nodes) is not given (as the filter C(rlark.ops.expected_nodes) reads them).
     type: dict
   own_job:
     description:

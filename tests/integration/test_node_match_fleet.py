@@ -92,12 +92,26 @@ def test_disk_pressure(sandbox, disk_pressure_node):
     assert result["proof"]["tasks"][0]["matches"][0]["disk_pressure"] is True
 
 
-def test_wrong_cluster_and_drift(sandbox):
+PROFILE = {"cluster": "a100", "roles": [{"name": "actor", "global_matches": [{"name": "a100-01"}]}]}
+
+
+@pytest.mark.parametrize(
+    "recorded, ids",
+    [
+        ({"expected_nodes": {"actor": ["a100-01"]}}, ["selector-drift", "selector-wrong-cluster"]),
+        # The deployment profile's recorded match list, read by the module (the selector_proof role passes it).
+        ({"profile": PROFILE}, ["selector-drift", "selector-wrong-cluster"]),
+        # A list given outright wins over the profile's: the Node it names matches, so no drift.
+        ({"expected_nodes": {"actor": ["h100-01"]}, "profile": PROFILE}, ["selector-wrong-cluster"]),
+    ],
+)
+def test_wrong_cluster_and_drift(sandbox, recorded, ids):
     task = {"name": "actor", "selector": {"kubernetes.io/hostname": "h100-01"}, "head": True}
-    args = {"selectors": [task], "cluster_id": "a100", "expected_nodes": {"actor": ["a100-01"]}}
+    args = {"selectors": [task], "cluster_id": "a100", **recorded}
     result = run_module(sandbox, "rlark_node_match", args)
     assert result["failed"]
-    assert sorted(f["id"] for f in result["findings"]) == ["selector-drift", "selector-wrong-cluster"]
+    assert sorted(f["id"] for f in result["findings"]) == ids
+    assert {f["severity"] for f in result["findings"]} == {"error"}
     assert "selector-wrong-cluster" in result["msg"]
 
 

@@ -42,6 +42,13 @@ def _two_clusters(m, p):
     p["roles"][1]["global_matches"] = [{"name": "dual-01", "namespace": "rlark-a100"}]
 
 
+def _drifted_match(m, p):
+    # The admin's record names another Node than the one the head's selector matches today.
+    p["roles"][0]["global_matches"] = [{"name": "a100-02", "namespace": "rlark-a100"}]
+    for approval in p["host_paths"]:
+        approval["nodes"] = sorted(set(approval.get("nodes") or []) | {"a100-02"})
+
+
 PREFLIGHT = "Refuse to go on when the review found errors (nothing is created)"
 PROOF = "Refuse when a selector is not proven"
 HOSTPATH = "Refuse when a hostPath is missing or unusable on a matched node"
@@ -56,6 +63,8 @@ REFUSALS = {
     "legacy-field": (_legacy_field, PREFLIGHT, ()),
     "hostpath-unapproved": (_unapproved_hostpath, PREFLIGHT, ()),
     "selector-multi-cluster": (_two_clusters, PROOF, ()),
+    # The selector_proof role passes the profile; rlark_node_match reads its recorded match lists.
+    "selector-drift": (_drifted_match, PROOF, ()),
 }
 
 

@@ -20,7 +20,6 @@ KNOWN_SINGLE_USE = {
     "checkpoint_reuse_findings",
     "checkpoint_wait_options",
     "empty_selection_message",
-    "expected_nodes",
     "hostpath_plan",
     "hostpath_results",
     "query_problem",
