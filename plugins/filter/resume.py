@@ -15,8 +15,8 @@ def resume_marks(job):
     return resume.resume_marks(plain(job))
 
 
-def resume_backup_problem(location, node, manifest, source):
-    return resume_problem(plain(location), node, plain(manifest), source)
+def resume_backup_problem(location, node, manifest, source, backup=None, host_in_inventory=False):
+    return resume_problem(plain(location), node, plain(manifest), source, plain(backup), bool(host_in_inventory))
 
 
 class FilterModule:
