@@ -15,8 +15,11 @@ def resume_marks(job):
     return resume.resume_marks(plain(job))
 
 
-def resume_backup_problem(location, node, manifest, source):
-    return resume_problem(plain(location), node, plain(manifest), source)
+def resume_backup_problem(location, node, manifest, source, backup=None, inventory=()):
+    """``inventory``: the inventory's host names (``hostvars``), to tell whether the backup's host is one."""
+    backup = plain(backup) or {}
+    on_host = bool(backup.get("host")) and backup["host"] in inventory
+    return resume_problem(plain(location), node, plain(manifest), source, backup, on_host)
 
 
 class FilterModule:

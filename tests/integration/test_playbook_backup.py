@@ -14,7 +14,7 @@ import time
 import pytest
 import yaml
 from kubernetes import client, config
-from playbook_support import Workload
+from playbook_support import Workload, failed_messages
 from refusals import task_result
 from s3_support import s3_client
 
@@ -200,6 +200,46 @@ def approving(w, tmp_path, node):
     return path
 
 
+def backup_server(sandbox, host):
+    """The disk of a backup-server inventory host (examples/sandbox/inventory.yml, group rlark_backup_hosts)."""
+    return os.path.join(os.path.dirname(sandbox.nodes_dir), "backup-servers", host)
+
+
+def mount_on_node(sandbox, node, mount, directory):
+    """``directory`` (on a backup server) visible on ``node``'s host at ``mount`` (below its rlark_node_root), as an
+    NFS mount of the server's export would make it: a symlink inside the sandbox's node root. Returns the link."""
+    link = os.path.join(sandbox.nodes_dir, node, mount.lstrip("/"))
+    os.makedirs(os.path.dirname(link), exist_ok=True)
+    os.symlink(directory, link)
+    return link
+
+
+def resume_args(w, tmp_path, step, new, **backup):
+    """The resume.yml variables of a resume from the backup of ``step`` on dual-01, as ``new``."""
+    args = {
+        "rlark_resume_source": w.name,
+        "rlark_resume_step": step,
+        "rlark_resume_name": new,
+        "rlark_resume_from_backup": True,
+        "rlark_resume_node": "dual-01",
+        "rlark_resume_node_selector": PLACE,
+        "rlark_deployment_profile": approving(w, tmp_path, "dual-01"),
+    }
+    args.update(backup)
+    return args
+
+
+def assert_resumed_on_dual(sandbox, w, new, step):
+    """The new Job ran on dual-01 (its head task's nodeSelector) from step N+1; the original stays stopped."""
+    verify = w.records_of("verify", job=new)[-1]["data"]
+    assert verify["ok"] and verify["resume"]["first_step"] == int(step.rpartition("_")[2]) + 1, verify
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    job = api.get_cluster_custom_object(GROUP, VERSION, "jobs", new)
+    head = next(t for t in job["spec"]["tasks"] if t.get("nodeSelector"))
+    assert head["nodeSelector"] == PLACE
+    assert stopped(sandbox, w.name)
+
+
 def test_resume_from_the_backup_after_the_node_is_gone(sandbox, tmp_path):
     w = Workload(sandbox, tmp_path)  # an endless run: the stop is at whatever step is newest, N
     bucket = sandbox.s3_backup_bucket
@@ -218,31 +258,15 @@ def test_resume_from_the_backup_after_the_node_is_gone(sandbox, tmp_path):
         original = files_of(os.path.join(w.checkpoints, step))
         uncordon = node_lost(sandbox, "a100-01", w.checkpoints, graveyard)
 
-        args = {
-            "rlark_resume_source": w.name,
-            "rlark_resume_step": step,
-            "rlark_resume_name": new,
-            "rlark_resume_from_backup": True,
-            "rlark_resume_node": "dual-01",
-            "rlark_resume_node_selector": PLACE,
-            "rlark_checkpoint_backup_s3": target,
-            "rlark_deployment_profile": approving(w, tmp_path, "dual-01"),
-        }
-        run = w.play("resume.yml", extra=args)
+        run = w.play("resume.yml", extra=resume_args(w, tmp_path, step, new, rlark_checkpoint_backup_s3=target))
         assert run.rc == 0, [r.get("msg") for _t, r in run.task_results() if r.get("failed")]
 
         # The step was staged on dual-01 from the backup, equal to what the original held.
         staged = os.path.join(sandbox.nodes_dir, "dual-01", "data", "rlinf", "logs", w.name, "checkpoints", step)
         assert {k: sha(v) for k, v in files_of(staged).items()} == {k: sha(v) for k, v in original.items()}
-        # The new Job ran there and went on from step N+1.
-        verify = w.records_of("verify", job=new)[-1]["data"]
-        assert verify["ok"] and verify["resume"]["first_step"] == int(step.rpartition("_")[2]) + 1, verify
-        api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
-        job = api.get_cluster_custom_object(GROUP, VERSION, "jobs", new)
-        head = next(t for t in job["spec"]["tasks"] if t.get("nodeSelector"))
-        assert head["nodeSelector"] == PLACE
-        # The original: Job untouched (stopped), its lost directory as it was.
-        assert stopped(sandbox, w.name)
+        # The new Job ran there and went on from step N+1; the original: Job untouched (stopped), its lost
+        # directory as it was.
+        assert_resumed_on_dual(sandbox, w, new, step)
         assert files_of(os.path.join(graveyard, step)) == original
     finally:
         if uncordon is not None:
@@ -254,8 +278,7 @@ def test_directory_backup_on_a_backup_host_is_read_there(sandbox, tmp_path):
     """rlark_checkpoint_backup_host names an inventory host (backup-01): its directory is judged, never the node's."""
     w = Workload(sandbox, tmp_path, mutate=finite)
     rel_root = "/backup/%s" % w.name
-    server = os.path.join(os.path.dirname(sandbox.nodes_dir), "backup-servers", "backup-01")
-    bdir = os.path.join(server, rel_root.lstrip("/"))
+    bdir = os.path.join(backup_server(sandbox, "backup-01"), rel_root.lstrip("/"))
     decoy = os.path.join(sandbox.nodes_dir, "a100-01", rel_root.lstrip("/"))  # the same path on the node
     vars_ = dict(rlark_checkpoint_backup_path=rel_root, rlark_checkpoint_backup_host="backup-01",
                  rlark_checkpoint_backup_required=True)  # fmt: skip
@@ -303,5 +326,65 @@ def test_directory_backup_on_a_backup_host_is_read_there(sandbox, tmp_path):
         assert files_of(step_dir) == original, "the original changed"
     finally:
         w.cleanup()
+        shutil.rmtree(bdir, ignore_errors=True)
+        shutil.rmtree(decoy, ignore_errors=True)
+
+
+def test_resume_from_a_backup_host_reads_it_where_the_node_mounts_it(sandbox, tmp_path):
+    """The backup is on backup-01 (rlark_checkpoint_backup_host): without rlark_checkpoint_backup_mount the resume is
+    refused before anything is created (a good copy at the same path on the new node is not read); with it, the
+    step is staged on dual-01 from the mount and the new Job goes on from step N+1."""
+    w = Workload(sandbox, tmp_path)  # an endless run: the stop is at whatever step is newest, N
+    rel_root = "/backup/%s" % w.name
+    bdir = os.path.join(backup_server(sandbox, "backup-01"), rel_root.lstrip("/"))
+    decoy = os.path.join(sandbox.nodes_dir, "dual-01", rel_root.lstrip("/"))  # backup-01's path, on the new node
+    mount = "/mnt/backup-01/%s" % w.name
+    new = w.name + "-b"
+    w.created.append(new)
+    graveyard = str(tmp_path / "lost-node-checkpoints")
+    uncordon = link = None
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    try:
+        assert w.play("migrate.yml").rc == 0
+        w.wait_steps(2)
+        run, result = stop(sandbox, w)
+        assert run.rc == 0 and result["outcome"]["outcome"] == "stopped", result.get("msg")
+        step = w.records_of("stop")[-1]["data"]["integrity"]["step_dir"]
+        original = files_of(os.path.join(w.checkpoints, step))
+        shutil.copytree(os.path.join(w.checkpoints, step), os.path.join(bdir, step))  # copy2 keeps mtimes: rsync -a
+        shutil.copytree(os.path.join(w.checkpoints, step), os.path.join(decoy, step))
+        backup = files_of(bdir)
+        uncordon = node_lost(sandbox, "a100-01", w.checkpoints, graveyard)
+        staged = os.path.join(sandbox.nodes_dir, "dual-01", "data", "rlinf", "logs", w.name, "checkpoints")
+
+        args = resume_args(w, tmp_path, step, new, rlark_checkpoint_backup_path=rel_root,
+                           rlark_checkpoint_backup_host="backup-01")  # fmt: skip
+        run = w.play("resume.yml", extra=args)
+        said = failed_messages(run)
+        assert run.rc != 0 and len(said) == 1, said
+        assert said[0].startswith("Resume from the backup refused, nothing was created: the backup %s is on the "
+                                  "backup host backup-01 (rlark_checkpoint_backup_host)" % rel_root), said  # fmt: skip
+        assert "set rlark_checkpoint_backup_mount to the path where the node sees it" in said[0], said
+        with pytest.raises(client.exceptions.ApiException) as gone:
+            api.get_cluster_custom_object(GROUP, VERSION, "jobs", new)
+        assert gone.value.status == 404, "the refused resume created the Job"
+        assert not os.path.lexists(staged), "the refused resume staged something on dual-01"
+        shutil.rmtree(decoy)
+
+        link = mount_on_node(sandbox, "dual-01", mount, bdir)
+        run = w.play("resume.yml", extra=dict(args, rlark_checkpoint_backup_mount=mount))
+        assert run.rc == 0, failed_messages(run)
+        # Staged on dual-01 from backup-01's directory, byte for byte; the backup and the original only read.
+        assert {k: sha(v) for k, v in files_of(os.path.join(staged, step)).items()} == {
+            k[len(step) + 1 :]: sha(v) for k, v in backup.items()
+        }
+        assert files_of(bdir) == backup and files_of(os.path.join(graveyard, step)) == original
+        assert_resumed_on_dual(sandbox, w, new, step)
+    finally:
+        if uncordon is not None:
+            uncordon()
+        w.cleanup()
+        if link is not None:
+            os.unlink(link)
         shutil.rmtree(bdir, ignore_errors=True)
         shutil.rmtree(decoy, ignore_errors=True)

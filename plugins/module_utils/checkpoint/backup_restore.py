@@ -104,10 +104,15 @@ def stage(spec, step_name, root, manifest, check_mode=False):
     return report
 
 
-def resume_problem(location, node, manifest, source_job):
+def resume_problem(location, node, manifest, source_job, backup=None, host_in_inventory=False):
     """Why a resume from the backup cannot start ('' when it can): a hostPath checkpoint, another node named,
-    and the step's integrity manifest at hand."""
+    the step's integrity manifest at hand, and a backup the new node can read.
+
+    ``backup`` is the role's ``resume_backup`` ({path, s3, host, mount}); ``host_in_inventory`` whether its
+    ``host`` names an inventory host. Such a host's directory is on that host, not on the node: the staging reads
+    it only where the node mounts it (``mount``), since the collection never copies between hosts."""
     location = location or {}
+    backup = backup or {}
     if location.get("kind") != "hostPath":
         return "the checkpoint is not a hostPath (%s); only hostPath checkpoints have a backup." % location.get("kind")
     if not node or node == location.get("node"):
@@ -116,5 +121,13 @@ def resume_problem(location, node, manifest, source_job):
         return (
             "no stop record of %s keeps an integrity manifest for that step: stop it with "
             "rlark_checkpoint_integrity=write and rlark_checkpoint_integrity_store=record." % source_job
+        )
+    if backup.get("path") and not backup.get("s3") and host_in_inventory and not backup.get("mount"):
+        return (
+            "the backup %s is on the backup host %s (rlark_checkpoint_backup_host), not on node %s, and the "
+            "collection never copies between hosts: mount that directory on node %s and set "
+            "rlark_checkpoint_backup_mount to the path where the node sees it, or copy the step to the node or to "
+            "S3 yourself and resume from there (rlark_checkpoint_backup_path without rlark_checkpoint_backup_host, "
+            "or rlark_checkpoint_backup_s3)." % (backup["path"], backup.get("host"), node, node)
         )
     return ""

@@ -276,6 +276,21 @@ def test_a_resume_from_the_backup_says_what_it_lacks():
     assert resume_problem(here, "dual-01", {"files": []}, "demo") == ""
 
 
+def test_a_resume_from_a_backup_host_needs_the_node_to_mount_it():
+    """The collection never copies between hosts: a directory on an inventory backup host is refused unless mounted."""
+    from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.backup_restore import resume_problem
+
+    here, manifest = {"kind": "hostPath", "node": "a100-01"}, {"files": []}
+    on_server = {"path": "/backup/demo", "host": "backup-01", "s3": {}, "mount": ""}
+    said = resume_problem(here, "dual-01", manifest, "demo", on_server, True)
+    for words in ("rlark_checkpoint_backup_host", "rlark_checkpoint_backup_mount", "backup-01", "/backup/demo",
+                  "mount that directory on node dual-01", "never copies between hosts"):  # fmt: skip
+        assert words in said, said
+    assert resume_problem(here, "dual-01", manifest, "demo", dict(on_server, mount="/mnt/backup-01/demo"), True) == ""
+    assert resume_problem(here, "dual-01", manifest, "demo", on_server, False) == ""  # a label: path is on the node
+    assert resume_problem(here, "dual-01", manifest, "demo", dict(on_server, path="", s3={"bucket": "b"}), True) == ""
+
+
 def listed(bdir, **kw):
     """The backup as the backup host reads it (rlark_ckpt_backup_info), through a JSON round trip."""
     from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.backup_store import read_listing
