@@ -119,6 +119,7 @@ for _name in (
 # The backup of a hostPath step (issue 27): its verdict and making the copy, with their unit tests.
 TARGETS[MU + "checkpoint/backup_copy.py"] = [CK + "test_backup_copy.py", CK + "test_backup.py"]
 TARGETS[MU + "checkpoint/backup.py"] = [CK + "test_backup_edges.py", CK + "test_backup.py", CK + "test_gate_core.py"]
+TARGETS[MU + "checkpoint/backup_restore.py"] = [CK + "test_backup_restore_edges.py", CK + "test_backup.py"]
 # Narrowed per module (issue 26, third session): the module's own tests and its direct callers', fastest first;
 # GATE_TESTS' slowest files only where they reach the module.
 TARGETS[MU + "checkpoint/gate.py"] = [

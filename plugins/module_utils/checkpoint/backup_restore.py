@@ -25,6 +25,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.integrity_sch
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 
 STAGING = ".rlark-staging-"  # not global_step_*: RLinf's resume scan never sees a half-staged step
+NO_TIME = float("-inf")  # staging judges files and sizes: the backup's age was judged when the stop was gated
 
 
 def _staged_hashes(staging, step_name, expected, sizes):
@@ -76,7 +77,7 @@ def stage(spec, step_name, root, manifest, check_mode=False):
     report = {"status": "would-stage" if check_mode else "failed", "path": final, "source": store.location(step_name),
               "files": len(entries), "bytes": sum(s or 0 for s in sizes.values()), "copied": 0, "kept": 0}  # fmt: skip
     wanted = {rel: listing[rel] for rel in expected if rel in listing}
-    found = backup.judge({rel: (sizes[rel], 0.0) for rel in expected}, wanted, step_name, report["source"])
+    found = backup.judge({rel: (sizes[rel], NO_TIME) for rel in expected}, wanted, step_name, report["source"])
     if found or check_mode:
         report["findings"] = found
         return report
