@@ -246,6 +246,7 @@ TARGETS[MU + "checkpoint/dcp_check.py"] = [
     CK + "test_gate_matrix.py",
 ]
 TARGETS[MU + "checkpoint/dcp_metadata.py"] = [
+    CK + "test_dcp_metadata_edges.py",
     CK + "test_dcp_metadata.py",
     CK + "test_dcp_prefetch.py",
     CK + "test_dcp_written_by_torch.py",
