@@ -252,6 +252,7 @@ TARGETS[MU + "checkpoint/dcp_metadata.py"] = [
     CK + "test_dcp_written_by_torch.py",
 ]
 TARGETS[MU + "checkpoint/dcp_prefetch.py"] = [
+    CK + "test_dcp_prefetch_edges.py",
     CK + "test_dcp_prefetch.py",
     CK + "test_dcp_metadata.py",
     CK + "test_gate_core.py",
