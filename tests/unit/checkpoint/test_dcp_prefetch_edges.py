@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dcp_format as DF
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dcp_metadata as D
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dcp_prefetch as P
+from test_dcp_prefetch import _gone
 
 ITEMS = [("__0_0.distcp", 0, 100), ("__1_0.distcp", 0, 64)]
 NEEDS = {"__0_0.distcp": 100, "__1_0.distcp": 64}
@@ -29,14 +30,6 @@ NEEDS = {"__0_0.distcp": 100, "__1_0.distcp": 64}
 def _seen(path):
     st = os.stat(path)
     return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _gone(pid):
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
 
 
 def _marker(tmp_path, data=None):
