@@ -102,6 +102,7 @@ TARGETS = {
         CK + "test_gate_matrix.py",
     ],
     MU + "checkpoint/payloads.py": [
+        CK + "test_payloads_edges.py",
         CK + "test_gate_core.py",
         CK + "test_dcp_metadata.py",
         CK + "test_integrity.py",

@@ -138,6 +138,9 @@ def test_short_shards_are_reported_in_name_order():
     C.check_needs(v, {"__2_0.distcp": 10, "__0_0.distcp": 10, "__1_0.distcp": 10}, CRITIC_META, UNSET)
     assert [p["path"] for p in v.findings] == [CRITIC + "/__%d_0.distcp" % i for i in range(3)]
     assert [p["missing_bytes"] for p in v.findings] == [9, 8, 7]
+    assert [p["message"].split(": ")[1] for p in v.findings] == [
+        "%d bytes are missing (the shard was cut off)" % n for n in (9, 8, 7)
+    ]
 
 
 def test_missing_shards_are_added_once_in_name_order_and_not_reported_as_short():
