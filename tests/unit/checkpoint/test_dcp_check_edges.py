@@ -225,15 +225,17 @@ def test_an_actor_marker_smaller_than_the_inferred_world_size_replaces_it():
         {"id": "stale-shards", "severity": "warning", "path": ACTOR, "message": "old", "hint": ""},
         {"id": "stale-shards", "severity": "warning", "path": CRITIC, "message": "kept", "hint": ""},
         {"id": "other", "severity": "error", "path": ACTOR, "message": "kept too", "hint": ""},
+        {"id": "unreadable", "severity": "error", "path": ACTOR, "message": "kept, sorts after", "hint": ""},
+        {"id": "stale-shards", "severity": "warning", "path": "actor/actor_policy/dcp_checkpoint", "message": "mine"},
     ]
     missing = [ACTOR + "/__4_0.distcp", ACTOR + "/.metadata.tmp", CRITIC + "/__1_0.distcp"]
     v = _verdict(present={ACTOR: _actor_needs(4)}, world_size=5, findings=earlier, missing=missing)
     C.check_needs(v, _actor_needs(2), ACTOR_META, UNSET)
     assert v.world_size == 2
     assert v.missing == [ACTOR + "/.metadata.tmp", CRITIC + "/__1_0.distcp"]
-    assert [p["message"] for p in v.findings[:2]] == ["kept", "kept too"]
-    assert _ids(v)[2:] == [("stale-shards", "warning", ACTOR)]
-    assert v.findings[2]["message"] == (
+    assert [p["message"] for p in v.findings[:4]] == ["kept", "kept too", "kept, sorts after", "mine"]
+    assert _ids(v)[4:] == [("stale-shards", "warning", ACTOR)]
+    assert v.findings[4]["message"] == (
         ACTOR + " holds 2 shard file(s) that .metadata does not reference (__2_0.distcp, __3_0.distcp): left over "
         "from a larger earlier run, not counted"
     )
@@ -261,3 +263,10 @@ def test_only_the_actor_marker_decides_the_world_size(rel):
     v = _verdict(present={parent: _actor_needs(2)}, world_size=2)
     C.check_needs(v, _actor_needs(3), rel, {"actor_world_size": 2})
     assert v.world_size == 2 and v.findings == [] and v.missing == [parent + "/__2_0.distcp"]
+
+
+def test_a_large_actor_marker_of_the_world_size_set_is_no_mismatch():
+    """Rank counts above 256 are ints CPython does not share: the sizes compare by value."""
+    v = _verdict(present={ACTOR: _actor_needs(300)}, world_size=int("300"))
+    C.check_needs(v, _actor_needs(300), ACTOR_META, {"actor_world_size": int("300")})
+    assert v.findings == [] and v.missing == [] and v.world_size == 300
