@@ -65,8 +65,8 @@ def test_an_item_ending_at_minus_one_is_no_promise_either():
 
 @pytest.mark.parametrize(
     "info",
-    [DF._StorageInfo("a", 0, 1.5), DF._StorageInfo(b"a", 0, 2)],
-    ids=["float-length", "bytes-path"],
+    [DF._StorageInfo("a", 0, 1.5), DF._StorageInfo(b"a", 0, 2), DF._StorageInfo("a", "0", 2)],
+    ids=["float-length", "bytes-path", "str-offset"],
 )
 def test_fields_of_another_type_are_an_unknown_format(info):
     with pytest.raises(D.UnknownFormat, match=r"^storage_data entries are not \(relative_path, offset, length\)$"):
@@ -100,7 +100,18 @@ def test_the_items_count_every_storage_entry():
     assert manifest.items == 3 and manifest.needs == {"a": 1}
 
 
-@pytest.mark.parametrize("module,name", [("copyreg", "__newobj__"), ("torch.serialization", "_load"), ("os", "getcwd")])
+@pytest.mark.parametrize(
+    "module,name",
+    [
+        ("copyreg", "__newobj__"),
+        ("copyreg", "add_extension"),  # sorts after _reconstructor
+        ("torch.serialization", "_load"),
+        ("os", "getcwd"),
+        ("A", "list"),  # sorts before __builtin__
+        ("os", "_get_layout"),
+        ("zipimport", "zipimporter"),  # sorts after torch, a lower-case name
+    ],
+)
 def test_callables_beside_the_allowed_ones_are_refused(module, name):
     data = b"\x80\x02c%s\n%s\nq\x00." % (module.encode(), name.encode())
     with pytest.raises(D.UnknownFormat) as err:
@@ -138,6 +149,13 @@ def test_a_truncated_protocol_2_pickle_says_how_long_it_is():
     with pytest.raises(D.InvalidMetadata) as err:
         D.parse(data)
     assert str(err.value) == "the pickle is truncated (%d bytes, no end marker)" % len(data)
+
+
+@pytest.mark.parametrize("end", [b".", b""])
+@pytest.mark.parametrize("first", [b"\x81", b"\xff", b"("])
+def test_bytes_that_do_not_load_and_do_not_start_as_a_pickle_are_an_unknown_format(first, end):
+    with pytest.raises(D.UnknownFormat, match=r"^not a pickle \("):
+        D.parse(first + b"garbage" + end)
 
 
 def test_bytes_that_are_no_pickle_and_end_without_stop_are_an_unknown_format():
