@@ -83,10 +83,17 @@ def test_a_metadata_without_storage_data_is_an_older_layout():
         D.parse(_dumps(_meta([("a", 0, 1)])))
 
 
-def test_a_pickle_of_another_allowed_class_is_not_a_metadata():
+@pytest.mark.parametrize(
+    "top,name",
+    [
+        (DF.StorageMeta("x", "y", None, []), DF.META + ".StorageMeta"),  # sorts after Metadata
+        (DF._StorageInfo("a", 0, 1), DF.FS + "._StorageInfo"),  # sorts before it
+    ],
+)
+def test_a_pickle_of_another_allowed_class_is_not_a_metadata(top, name):
     with pytest.raises(D.UnknownFormat) as err:
-        D.parse(_dumps(DF.StorageMeta("x", "y", None, [])))
-    assert str(err.value) == "the pickle holds %s.StorageMeta, not a torch DCP Metadata" % DF.META
+        D.parse(_dumps(top))
+    assert str(err.value) == "the pickle holds %s, not a torch DCP Metadata" % name
 
 
 def test_a_pickle_of_plain_data_is_not_a_metadata():
@@ -109,6 +116,8 @@ def test_the_items_count_every_storage_entry():
         ("os", "getcwd"),
         ("A", "list"),  # sorts before __builtin__
         ("os", "_get_layout"),
+        ("zipimport", "_get_layout"),  # a module sorting after torch.serialization
+        ("torch.serialization", "_default_restore_location"),  # a name sorting before _get_layout
         ("zipimport", "zipimporter"),  # sorts after torch, a lower-case name
     ],
 )
