@@ -74,7 +74,8 @@ def test_an_absent_marker_is_no_answer(tmp_path):
     assert P.read_marker(str(tmp_path / "absent")) is None
 
 
-def test_a_marker_written_to_while_read_is_no_answer(tmp_path, monkeypatch):
+@pytest.mark.parametrize("inode_change", [1, -1])
+def test_a_marker_written_to_while_read_is_no_answer(tmp_path, monkeypatch, inode_change):
     path = _marker(tmp_path)
     real = os.fstat
     calls = []
@@ -83,7 +84,7 @@ def test_a_marker_written_to_while_read_is_no_answer(tmp_path, monkeypatch):
         st = real(fd)
         calls.append(st)
         if len(calls) == 2:
-            return os.stat_result((st.st_mode, st.st_ino + 1, *st[2:]))
+            return os.stat_result((st.st_mode, st.st_ino + inode_change, *st[2:]))
         return st
 
     monkeypatch.setattr(os, "fstat", fstat)
@@ -149,7 +150,17 @@ def test_answers_for_other_paths_or_malformed_are_dropped(tmp_path):
     assert _gone(pending.pid)
 
 
-@pytest.mark.parametrize("payload", [b"", b"\xff\x00garbage", marshal.dumps([WELL])], ids=["empty", "bad", "list"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"\xff\x00garbage",
+        marshal.dumps({"/a": WELL})[:-2],
+        b"<\x01\x00\x00\x00[\x00\x00\x00\x00",
+        marshal.dumps([WELL]),
+    ],
+    ids=["empty", "bad-type-code", "too-short", "unhashable", "list"],
+)
 def test_no_answer_when_the_child_wrote_nothing_usable(tmp_path, payload):
     pending = _fed(tmp_path, payload, ["/a"])
     assert pending.result("/a", (1, 5, 7)) is None
@@ -253,3 +264,39 @@ def test_close_all_stops_every_reader(tmp_path):
     readers = {n: P.Prefetch.start(_marker(tmp_path)) for n in ("a", "b")}
     P.close_all(readers)
     assert all(r.done and _gone(r.pid) for r in readers.values())
+
+
+def test_a_pipe_that_cannot_be_read_is_no_answer(tmp_path, monkeypatch):
+    pending = _fed(tmp_path, marshal.dumps({"/a": WELL}), ["/a"])
+
+    def read(fd, n):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "read", read)
+    assert pending.result("/a", (1, 5, 7)) is None
+    monkeypatch.undo()
+    assert pending.answers == {} and pending.done
+    pending.close()
+    assert _gone(pending.pid)
+
+
+def test_the_answer_is_taken_without_waiting_for_the_child_to_exit(tmp_path):
+    """A child with a large heap exits slowly after its answer: result() must not wait for it, close() does."""
+    read_fd, write_fd = os.pipe()
+    hold_r, hold_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - answers, then stays until the test lets it go
+        os.close(read_fd)
+        os.close(hold_w)
+        os.write(write_fd, marshal.dumps({"/a": WELL}))
+        os.close(write_fd)
+        os.read(hold_r, 1)
+        os._exit(0)
+    os.close(write_fd)
+    os.close(hold_r)
+    pending = P.Prefetch(pid, read_fd, ["/a"])
+    assert pending.result("/a", (1, 5, 7)) == WELL[0]
+    assert pending.reaped is False and not _gone(pid)
+    os.close(hold_w)  # the child's read returns: it exits
+    pending.close()
+    assert pending.reaped and _gone(pid)
