@@ -300,3 +300,8 @@ def test_the_answer_is_taken_without_waiting_for_the_child_to_exit(tmp_path):
     os.close(hold_w)  # the child's read returns: it exits
     pending.close()
     assert pending.reaped and _gone(pid)
+
+
+def test_an_unknown_format_is_no_answer_of_the_reader_either(tmp_path):
+    """The caller salvages shard names from the bytes itself (dcp_check's fallback): read_marker leaves it."""
+    assert P.read_marker(_marker(tmp_path, b"RLARKSIM-DCP\x00__0_0.distcp")) is None
