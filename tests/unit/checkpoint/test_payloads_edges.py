@@ -15,6 +15,7 @@ import struct
 import types
 
 import pytest
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dcp_check as C
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dcp_prefetch as P
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts as L
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import payloads as PL
@@ -177,6 +178,7 @@ def test_a_tracker_of_another_step_is_reported_with_its_first_40_characters():
 def test_a_tracker_is_read_up_to_4096_bytes():
     v = _verdict()
     PL.check_tracker(v, Source({"t.txt": b"7" + b" " * 4095 + b"9"}), "t.txt", {})
+    PL.check_tracker(v, Source({"t.txt": b" " * 4095 + b"7"}), "t.txt", {})
     assert v.findings == []
 
 
@@ -250,6 +252,15 @@ def test_the_dcp_check_takes_the_childs_answer():
     assert v.findings[0]["message"].endswith(": from the child")
 
 
+def test_a_marker_one_byte_over_the_limit_gets_the_presence_rules_only(monkeypatch):
+    rel = "critic/dcp_checkpoint/.metadata"
+    monkeypatch.setattr(PL, "METADATA_LIMIT", 40)
+    monkeypatch.setattr(C, "METADATA_LIMIT", 40)
+    v = _verdict()
+    PL.check_dcp_metadata(v, Source({rel: b"\x80" + b"x" * 40}), rel, {"actor_world_size": None})
+    assert _ids(v) == [("dcp-metadata-unverified", "warning", rel)]
+
+
 def test_without_an_answer_the_dcp_check_reads_the_file_itself():
     rel = "critic/dcp_checkpoint/.metadata"
     for prefetched in ({}, {rel: _Claim(None)}):
@@ -312,16 +323,21 @@ def test_an_integrity_list_that_matches_is_no_finding():
 
 def test_a_missing_and_a_resized_file_are_each_a_mismatch():
     files = {
-        "m/integrity.json": _listing([{"path": "gone.pt", "size": 1}, {"path": "a.pt", "size": 4}]),
+        "m/integrity.json": _listing(
+            [{"path": "gone.pt", "size": 1}, {"path": "a.pt", "size": 4}, {"path": "c.pt", "size": 4}]
+        ),
         "m/a.pt": b"abc",
+        "m/c.pt": b"abcde",
     }
     v = _verdict()
     PL.check_integrity_list(v, Source(files), "m/integrity.json", {})
-    assert _ids(v) == [("integrity-mismatch", "error", "m/gone.pt"), ("integrity-mismatch", "error", "m/a.pt")]
+    assert [p["path"] for p in v.findings] == ["m/gone.pt", "m/a.pt", "m/c.pt"]
+    assert {(p["id"], p["severity"]) for p in v.findings} == {("integrity-mismatch", "error")}
     assert [p["message"] for p in v.findings] == [
         "m/gone.pt is listed in m/integrity.json but does not exist: the checkpoint is not the one its integrity "
         "list describes",
         "m/a.pt has 3 bytes, m/integrity.json says 4: the checkpoint is not the one its integrity list describes",
+        "m/c.pt has 5 bytes, m/integrity.json says 4: the checkpoint is not the one its integrity list describes",
     ]
     assert "do not resume from this step" in v.findings[0]["hint"]
 
@@ -345,3 +361,11 @@ def test_the_integrity_list_reason_is_cut_at_120_characters(monkeypatch):
     v = _verdict()
     PL.check_integrity_list(v, Source({}), "m/integrity.json", {})
     assert v.findings[0]["message"] == "m/integrity.json is not a readable integrity list: " + "e" * 120
+
+
+def test_an_integrity_list_is_read_up_to_the_json_limit():
+    listing = _listing([{"path": "a.pt"}])
+    src = Source({"m/integrity.json": b" " * (PL.JSON_LIMIT - len(listing)) + listing + b"!", "m/a.pt": b"a"})
+    v = _verdict()
+    PL.check_integrity_list(v, src, "m/integrity.json", {})
+    assert v.findings == []
