@@ -143,8 +143,9 @@ def test_a_long_comment_makes_the_second_read():
     assert v.findings == [] and src.tails == [1024, 22 + 65535]
 
 
-def test_a_file_read_whole_the_first_time_is_not_read_again():
-    src = Source({"a.pt": b"no record"})
+@pytest.mark.parametrize("size", [9, 1000])  # 1000: an int CPython does not share, compared by value
+def test_a_file_read_whole_the_first_time_is_not_read_again(size):
+    src = Source({"a.pt": b"no record".ljust(size, b"-")})
     v = _verdict()
     PL.check_zip(v, src, "a.pt", {})
     assert src.tails == [1024]
