@@ -102,6 +102,7 @@ TARGETS = {
         CK + "test_gate_matrix.py",
     ],
     MU + "checkpoint/payloads.py": [
+        CK + "test_payloads_edges.py",
         CK + "test_gate_core.py",
         CK + "test_dcp_metadata.py",
         CK + "test_integrity.py",
@@ -235,6 +236,29 @@ TARGETS[MU + "checkpoint/parallelism.py"] = [CK + "test_parallelism_edges.py", C
 
 # The tree proof: its own tests and the resume's original-tree guard (dir_guard reads its diffs).
 TARGETS[MU + "checkpoint/tree.py"] = [CK + "test_tree_edges.py", UT + "test_checkpoint_dirs.py"]
+
+# The DCP .metadata reader, its forked prefetch and the check against the shards (issue 26): their own tests,
+# then the gate's that reach them (lines traced per test file); the matrix only where it reaches lines no other does.
+TARGETS[MU + "checkpoint/dcp_check.py"] = [
+    CK + "test_dcp_check_edges.py",
+    CK + "test_dcp_metadata.py",
+    CK + "test_dcp_prefetch.py",
+    CK + "test_dcp_written_by_torch.py",
+    CK + "test_gate_core.py",
+    CK + "test_gate_matrix.py",
+]
+TARGETS[MU + "checkpoint/dcp_metadata.py"] = [
+    CK + "test_dcp_metadata_edges.py",
+    CK + "test_dcp_metadata.py",
+    CK + "test_dcp_prefetch.py",
+    CK + "test_dcp_written_by_torch.py",
+]
+TARGETS[MU + "checkpoint/dcp_prefetch.py"] = [
+    CK + "test_dcp_prefetch_edges.py",
+    CK + "test_dcp_prefetch.py",
+    CK + "test_dcp_metadata.py",
+    CK + "test_gate_core.py",
+]
 
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"

@@ -69,7 +69,7 @@ def read_marker(path):
             after = identity(os.fstat(fh.fileno()))
     except OSError:
         return None  # absent, or the payload check reads it again and reports why it cannot
-    if before != after or len(data) != after[1]:
+    if before != after or len(data) != after[1] or len(data) > D.METADATA_LIMIT:
         return None  # written to while read, or over the limit: the payload check decides with its own read
     try:
         return (OK, D.parse(data).needs, len(data)), after
