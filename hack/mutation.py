@@ -235,6 +235,17 @@ TARGETS[MU + "checkpoint/parallelism.py"] = [CK + "test_parallelism_edges.py", C
 # The tree proof: its own tests and the resume's original-tree guard (dir_guard reads its diffs).
 TARGETS[MU + "checkpoint/tree.py"] = [CK + "test_tree_edges.py", UT + "test_checkpoint_dirs.py"]
 
+# The local source (the walk of a hostPath step): its own tests, then those of the gate, head start, manifest and
+# Megatron lists that walk real directories (the matrix's 280 gate runs read layouts, not the walk: left out).
+TARGETS[MU + "checkpoint/local.py"] = [
+    CK + "test_local_edges.py",
+    CK + "test_gate_core.py",
+    CK + "test_gate_edges.py",
+    CK + "test_dcp_prefetch.py",
+    CK + "test_integrity.py",
+    CK + "test_megatron_integrity_list.py",
+]
+
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
 
