@@ -245,6 +245,8 @@ TARGETS[MU + "checkpoint/local.py"] = [
     CK + "test_integrity.py",
     CK + "test_megatron_integrity_list.py",
 ]
+# The S3 source: its own tests over a scripted client, then the gate's over a paging fake S3.
+TARGETS[MU + "checkpoint/s3.py"] = [CK + "test_s3_edges.py", CK + "test_s3_source.py"]
 
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
