@@ -4,6 +4,7 @@
 
 import errno
 import os
+import threading
 
 import pytest
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import local
@@ -163,15 +164,32 @@ def test_a_walk_takes_the_head_start_of_its_own_step_only(tmp_path, fake_prefetc
     seen = []
     monkeypatch.setattr(local, "walk_step", lambda *args, **kw: seen.append(args + (kw,)))
     source = LocalSource(str(tmp_path))
-    source.walk("global_step_1")
-    source.head = FakePrefetch(str(tmp_path / "global_step_1"))
-    source.walk("global_step_1")
     source.walk("global_step_2")
+    source.head = FakePrefetch(str(tmp_path / "global_step_2"))
+    for name in ("global_step_2", "global_step_1", "global_step_3"):  # its own step, one sorting before, one after
+        source.walk(name)
     assert seen == [
-        (str(tmp_path / "global_step_1"), "global_step_1", {"prefetch": True, "head": None}),
-        (str(tmp_path / "global_step_1"), "global_step_1", {"prefetch": True, "head": source.head}),
         (str(tmp_path / "global_step_2"), "global_step_2", {"prefetch": True, "head": None}),
+        (str(tmp_path / "global_step_2"), "global_step_2", {"prefetch": True, "head": source.head}),
+        (str(tmp_path / "global_step_1"), "global_step_1", {"prefetch": True, "head": None}),
+        (str(tmp_path / "global_step_3"), "global_step_3", {"prefetch": True, "head": None}),
     ]
+
+
+def test_a_step_path_that_is_no_directory_is_named_without_opening_it(tmp_path):
+    """O_DIRECTORY: a FIFO where a step directory was is refused at once, never opened for reading (that blocks)."""
+    fifo = str(tmp_path / "global_step_1")
+    os.mkfifo(fifo)
+    got = []
+    walker = threading.Thread(target=lambda: got.append(walk_step(fifo, "global_step_1")), daemon=True)
+    walker.start()
+    walker.join(5)
+    blocked = walker.is_alive()
+    if blocked:  # a writer lets the blocked open return, so the thread ends with the test
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        walker.join()
+    assert not blocked
+    assert (got[0].errors, got[0].files) == (["%s is not a directory" % fifo], 0)
 
 
 def test_list_dir_names_files_and_real_directories(tmp_path, monkeypatch):
