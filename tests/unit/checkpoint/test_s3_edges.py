@@ -17,7 +17,8 @@ T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def client_error(code="", status=None, message=None, op="ListObjectsV2"):
-    error = {"Code": code} if code else {}
+    """A ClientError as botocore parses one: its code a new string, not the interned literal of a test."""
+    error = {"Code": code[:1] + code[1:]} if code else {}
     if message is not None:
         error["Message"] = message
     response = {"Error": error}
@@ -355,6 +356,17 @@ def test_the_server_time_is_the_date_header_when_it_parses(date, expected):
     assert s3._server_time({"ResponseMetadata": {"HTTPHeaders": {"date": date}}}) == expected
     assert s3._server_time({}) is None
     assert s3._server_time({"ResponseMetadata": {}}) is None
+
+
+def test_a_date_older_pythons_cannot_parse_is_no_clock(monkeypatch):
+    """Before Python 3.10 parsedate_to_datetime raised TypeError where it now raises ValueError."""
+    import email.utils
+
+    def old_parse(date):
+        raise TypeError("'NoneType' object is not iterable")
+
+    monkeypatch.setattr(email.utils, "parsedate_to_datetime", old_parse)
+    assert s3._server_time({"ResponseMetadata": {"HTTPHeaders": {"date": "garbage"}}}) is None
 
 
 def test_step_names_are_the_step_prefixes_and_others_the_rest():
