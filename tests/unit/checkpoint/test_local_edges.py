@@ -495,3 +495,17 @@ def test_no_claim_when_no_reader_starts_or_the_marker_vanished(tmp_path, monkeyp
     facts = walk_step(str(step), "global_step_1", prefetch=True)
     assert facts.prefetched == {}
     assert facts.errors == ["%s/.metadata does not exist" % step]
+
+
+def test_the_claim_is_of_the_marker_whatever_sorts_before_or_after_it_in_the_listing(tmp_path, fake_prefetch):
+    step = tmp_path / "global_step_1"
+    write(str(step / "z.pt"), b"zz")
+    write(str(step / ".a"), b"aaa")
+    write(str(step / ".metadata"), b"m")
+    by_name = {e.name: e for e in os.scandir(str(step))}
+    listing = [by_name["z.pt"], by_name[".a"], by_name[".metadata"]]  # one sorting after the marker, one before
+    facts = walk_step(str(tmp_path / "empty"), "global_step_1")
+    local._claim_marker(facts, str(step), "", listing, None)
+    claim = facts.prefetched[".metadata"]
+    assert claim.seen == local.identity(os.stat(str(step / ".metadata")))
+    assert claim.path == str(step) + "/.metadata"
