@@ -28,6 +28,7 @@ def write(path, data=b"", mtime=None):
         (errno.ENOENT, "/x does not exist"),
         (errno.ENOTDIR, "/x is not a directory"),
         (errno.EIO, "cannot read /x: I/O failure"),
+        (errno.ELOOP, "cannot read /x: I/O failure"),  # numbered above ENOTDIR (20), as EIO (5) is below
     ],
 )
 def test_each_oserror_is_named(code, text):
@@ -154,10 +155,13 @@ def test_one_head_start_per_step_and_each_closed_once(tmp_path, fake_prefetch):
     assert first.closed == 1 and source.head is not first
     assert fake_prefetch.started[1] == (str(tmp_path / "global_step_200"), 200)
     second = source.head
+    source.head_start("global_step_300")  # a step sorting after the running one: that one closed, a new one
+    assert second.closed == 1 and fake_prefetch.started[2] == (str(tmp_path / "global_step_300"), 300)
+    third = source.head
     source.end_head_start()
-    assert (second.closed, source.head) == (1, None)
+    assert (third.closed, source.head) == (1, None)
     source.end_head_start()
-    assert second.closed == 1
+    assert third.closed == 1
 
 
 def test_a_walk_takes_the_head_start_of_its_own_step_only(tmp_path, fake_prefetch, monkeypatch):
@@ -350,6 +354,22 @@ def test_the_newest_mtime_of_a_later_directory_wins_only_when_newer(tmp_path):
     assert walk_step(str(step), "global_step_1").newest == 500.0
 
 
+def test_a_link_to_a_directory_is_counted_as_a_file_never_walked(tmp_path):
+    step = tmp_path / "global_step_1"
+    write(str(step / "real" / "x.pt"), b"12")
+    os.symlink("real", str(step / "link"))
+    facts = walk_step(str(step), "global_step_1")
+    assert facts.dirs == {"real"}
+    assert sorted(facts.entries) == ["link", "real/x.pt"]
+    assert facts.index[""] == {"real", "link"}
+
+
+def test_mtimes_before_the_epoch_are_times_too(tmp_path):
+    step = tmp_path / "global_step_1"
+    write(str(step / "a.pt"), mtime=-0.5)
+    assert walk_step(str(step), "global_step_1").newest == -0.5
+
+
 def test_an_mtime_of_zero_is_a_time_and_a_step_without_files_has_none(tmp_path):
     step = tmp_path / "global_step_1"
     write(str(step / "a.pt"), mtime=0)
@@ -448,10 +468,13 @@ def test_the_one_by_one_split_keeps_directories_and_the_readable_files(tmp_path)
     write(str(step / "z.pt"), b"1234")
     os.makedirs(str(step / "d"))
     os.symlink("nowhere", str(step / "m.pt"))
+    os.symlink("d", str(step / "ld"))  # a link to a directory is a file here too
     errors = []
     listing = sorted(os.scandir(str(step)), key=lambda e: e.name)
     dirs, names, stats = local._split_one_by_one(listing, "P", errors)
-    assert (dirs, names, [st.st_size for st in stats]) == (["d"], ["a.pt", "z.pt"], [2, 4])
+    assert (dirs, names) == (["d"], ["a.pt", "ld", "z.pt"])
+    assert [st.st_size for st in stats[::2]] == [2, 4]
+    del listing[2]  # the link: what follows is the split of the rest
     assert errors == ["P/m.pt does not exist"]
     with pytest.raises(OSError):
         local._split(listing)
