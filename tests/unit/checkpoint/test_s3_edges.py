@@ -498,6 +498,10 @@ def test_a_tail_of_an_empty_object_is_empty_and_other_failures_are_explained():
     with pytest.raises(GateError) as caught:
         src.read_tail("global_step_1", "e", 8)
     assert str(caught.value) == "S3 ranged GET of s3://b/ckpt/global_step_1/e of s3://b/ckpt/ failed: Odd odd"
+    client.failures = [client_error("", 404, "gone", op="GetObject")]  # a 404 of a GET is no missing bucket
+    with pytest.raises(GateError) as caught:
+        src.read_tail("global_step_1", "e", 8)
+    assert str(caught.value) == "S3 ranged GET of s3://b/ckpt/global_step_1/e of s3://b/ckpt/ failed: ClientError gone"
     client.failures = [KeyError("k")]
     with pytest.raises(KeyError):
         src.read_tail("global_step_1", "e", 8)
