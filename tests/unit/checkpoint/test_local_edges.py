@@ -532,3 +532,23 @@ def test_the_claim_is_of_the_marker_whatever_sorts_before_or_after_it_in_the_lis
     claim = facts.prefetched[".metadata"]
     assert claim.seen == local.identity(os.stat(str(step / ".metadata")))
     assert claim.path == str(step) + "/.metadata"
+
+
+def test_a_directory_that_cannot_be_listed_does_not_end_the_walk(tmp_path, monkeypatch):
+    step = tmp_path / "global_step_1"
+    write(str(step / "top.pt"), b"1")
+    write(str(step / "d1" / "a.pt"), b"22")
+    write(str(step / "d2" / "b.pt"), b"22")
+    real_scandir = os.scandir
+    calls = []
+
+    def fake_scandir(fd):
+        calls.append(fd)
+        if len(calls) == 2:  # the first subdirectory walked, whichever it is
+            raise OSError(errno.EIO, "bad sector")
+        return real_scandir(fd)
+
+    monkeypatch.setattr(local.os, "scandir", fake_scandir)
+    facts = walk_step(str(step), "global_step_1")
+    assert len(calls) == 3 and len(facts.errors) == 1
+    assert (facts.files, facts.bytes) == (2, 3)
