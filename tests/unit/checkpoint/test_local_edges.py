@@ -38,6 +38,7 @@ def test_each_oserror_is_named(code, text):
 def test_an_oserror_without_its_text_is_named_by_itself():
     exc = OSError(errno.EIO, "")
     assert local._describe_oserror("/x", exc) == "cannot read /x: %s" % exc
+    assert local._describe_oserror("/x", OSError("no errno")) == "cannot read /x: no errno"  # errno None
 
 
 def test_the_path_must_be_a_readable_directory(tmp_path, monkeypatch):
