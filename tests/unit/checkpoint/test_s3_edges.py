@@ -527,3 +527,26 @@ def test_a_whole_object_is_read_up_to_a_limit_or_opened_closing():
     client.failures = [client_error("Odd", 400, "odd", op="GetObject")]
     with pytest.raises(GateError, match=r"^S3 GET of s3://b/ckpt/ failed: Odd odd$"):
         src.read_all("global_step_1", "w.pt", 4)
+
+
+def test_a_5xx_without_a_code_is_no_missing_bucket():
+    assert str(source()._explain(client_error("", 500), "list")) == (
+        "S3 endpoint kept failing for bucket 'b' after 6 attempts: ClientError"
+    )
+
+
+def test_a_step_whose_name_sorts_after_its_neighbours_keys_is_its_own_step():
+    """S3 sorts "global_step_1-a/" before "global_step_1/" ("-" is below "/"): a later step may sort lower."""
+    client = Client(pages=[page(["ckpt/global_step_1-a/y.pt", "ckpt/global_step_1/x.pt"])])
+    steps = list(source(client=client).scan())
+    assert [(f.name, f.files) for f in steps] == [("global_step_1-a", 1), ("global_step_1", 1)]
+
+
+def test_list_files_keeps_keys_ending_in_characters_below_the_slash():
+    client = Client(pages=[page(["ckpt/global_step_1/w.", "ckpt/global_step_1/v-", "ckpt/global_step_1/d/"])])
+    assert source(client=client).list_files("global_step_1") == [("w.", 1), ("v-", 1)]
+
+
+def test_a_directory_listing_reads_every_page():
+    client = Client(pages=[page(["ckpt/global_step_1/a.pt"], token="t"), page(["ckpt/global_step_1/b.pt"])])
+    assert source(client=client).list_dir("global_step_1", "") == (["a.pt", "b.pt"], [])
