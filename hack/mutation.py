@@ -248,7 +248,11 @@ TARGETS[MU + "checkpoint/local.py"] = [
 # The S3 source: its own tests over a scripted client, then the gate's over a paging fake S3.
 TARGETS[MU + "checkpoint/s3.py"] = [CK + "test_s3_edges.py", CK + "test_s3_source.py"]
 # Where a backup lives (a directory, a listing read on the backup host, an S3 prefix): the backup's tests that use it.
-TARGETS[MU + "checkpoint/backup_store.py"] = [CK + "test_backup.py", CK + "test_backup_copy.py"]
+TARGETS[MU + "checkpoint/backup_store.py"] = [
+    CK + "test_backup_store_edges.py",
+    CK + "test_backup.py",
+    CK + "test_backup_copy.py",
+]
 
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
