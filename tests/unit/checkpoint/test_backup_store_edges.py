@@ -337,7 +337,7 @@ class Source:
 
 def test_an_s3_store_lists_objects_but_directory_markers():
     when = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-    rows = [("bk/global_step_1/a/", 0), ("bk/global_step_1/a/w.pt", 3)]
+    rows = [("bk/global_step_1/a/", 0), ("bk/global_step_1/a/w.pt", 3), ("bk/global_step_1/v-", 1)]
     source = Source([{"Contents": [{"Key": k, "Size": n, "LastModified": when} for k, n in rows]}, {}])
     store = S3Store(source)
     assert (store.kind, store.root, store.location(), store.location("global_step_1")) == (
@@ -346,7 +346,7 @@ def test_an_s3_store_lists_objects_but_directory_markers():
         "s3://b/bk/",
         "s3://b/bk/global_step_1/",
     )
-    assert store.list("global_step_1") == {"a/w.pt": (3, when.timestamp())}
+    assert store.list("global_step_1") == {"a/w.pt": (3, when.timestamp()), "v-": (1, when.timestamp())}
     assert source.calls == [("pages", "bk/global_step_1/")]
     assert store.open("global_step_1", "w.pt") == ("open", "global_step_1", "w.pt")
 
