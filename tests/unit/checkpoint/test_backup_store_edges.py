@@ -427,3 +427,41 @@ def test_sha256_of_streams_one_file(tmp_path):
 def test_progress_json_is_sorted(tmp_path):
     DirStore(str(tmp_path)).write_progress("s", {"z": 1, "a": 1})
     assert list(json.loads((tmp_path / "rlark-backup" / "s.json").read_text())) == ["a", "z"]
+
+
+def test_an_s3_upload_turns_multipart_at_8_mib_exactly():
+    mib8 = 8 * 1024 * 1024
+    for size, requests, bodies in (
+        (mib8 - 1, ["put"], [mib8 - 1]),
+        (mib8, ["create", "part", "complete"], [None, mib8, None]),
+        (mib8 + 1, ["create", "part", "part", "complete"], [None, mib8, 1, None]),
+    ):
+        source = Source()
+        data = b"x" * size
+        assert S3Store(source).put("global_step_1", "w.pt", io.BytesIO(data)) == (
+            hashlib.sha256(data).hexdigest(),
+            size,
+        )
+        assert [c[0] for c in source.calls] == requests
+        assert [None if c[2] is None else len(c[2]) for c in source.calls] == bodies
+
+
+def test_a_read_of_minus_one_is_one_chunk_not_the_whole_file(monkeypatch):
+    monkeypatch.setattr(backup_store, "CHUNK", 4)
+    reader = HashingReader(io.BytesIO(b"0123456789"))
+    assert reader.read(-1) == b"0123"
+    assert reader.read(-2) == b"4567"
+
+
+def test_a_source_whose_reads_end_before_its_size_is_refused(tmp_path, monkeypatch):
+    write(str(tmp_path / "src"), b"x" * 3000)
+    monkeypatch.setattr(backup_store, "WINDOW", 1024)
+    real = os.preadv
+
+    def preadv(fd, buffers, off):
+        return 0 if off >= 1024 else real(fd, buffers, off)
+
+    monkeypatch.setattr(backup_store.os, "preadv", preadv)
+    with pytest.raises(GateError) as raised:
+        copy_src(tmp_path)
+    assert str(raised.value) == "%s changed while it was copied (size or mtime moved)" % (tmp_path / "src")
