@@ -251,6 +251,7 @@ def test_a_listed_store_reads_the_listing_and_asks_for_the_hash_it_lacks():
 
 
 def test_read_listing_hashes_the_step_asked_for_or_the_newest(tmp_path):
+    write(str(tmp_path / "global_step_1" / "w.pt"), b"one", mtime=50)
     write(str(tmp_path / "global_step_2" / "w.pt"), b"two", mtime=100)
     write(str(tmp_path / "global_step_10" / "w.pt"), b"ten", mtime=200)
     write(str(tmp_path / "global_step_x" / "w.pt"), b"x")
@@ -260,12 +261,13 @@ def test_read_listing_hashes_the_step_asked_for_or_the_newest(tmp_path):
     assert got == {
         "root": str(tmp_path),
         "steps": {
+            "global_step_1": {"w.pt": [3, 50.0, None]},
             "global_step_2": {"w.pt": [3, 100.0, None]},
             "global_step_10": {"w.pt": [3, 200.0, hashlib.sha256(b"ten").hexdigest()]},
         },
         "hashed": "global_step_10",
     }
-    assert list(got["steps"]) == ["global_step_2", "global_step_10"]  # by number, not by name
+    assert list(got["steps"]) == ["global_step_1", "global_step_2", "global_step_10"]  # by number, not by name
     got = read_listing(str(tmp_path), step=2, sha256=True)
     assert (
         got["hashed"] == "global_step_2"
@@ -462,6 +464,20 @@ def test_a_source_whose_reads_end_before_its_size_is_refused(tmp_path, monkeypat
         return 0 if off >= 1024 else real(fd, buffers, off)
 
     monkeypatch.setattr(backup_store.os, "preadv", preadv)
+    with pytest.raises(GateError) as raised:
+        copy_src(tmp_path)
+    assert str(raised.value) == "%s changed while it was copied (size or mtime moved)" % (tmp_path / "src")
+
+
+def test_a_file_whose_mtime_moves_back_while_copied_is_refused(tmp_path, monkeypatch):
+    write(str(tmp_path / "src"), b"x" * 100, mtime=1000)
+    real = backup_store._kernel_copy
+
+    def copy(src, dst, off, n):
+        os.utime(str(tmp_path / "src"), (500, 500))  # same size, an older mtime
+        return real(src, dst, off, n)
+
+    monkeypatch.setattr(backup_store, "_kernel_copy", copy)
     with pytest.raises(GateError) as raised:
         copy_src(tmp_path)
     assert str(raised.value) == "%s changed while it was copied (size or mtime moved)" % (tmp_path / "src")
