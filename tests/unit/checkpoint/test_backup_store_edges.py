@@ -451,6 +451,7 @@ def test_an_s3_upload_turns_multipart_at_8_mib_exactly():
 def test_a_read_of_minus_one_is_one_chunk_not_the_whole_file(monkeypatch):
     monkeypatch.setattr(backup_store, "CHUNK", 4)
     reader = HashingReader(io.BytesIO(b"0123456789"))
+    assert reader.read(0) == b""  # zero is a size, not "a chunk"
     assert reader.read(-1) == b"0123"
     assert reader.read(-2) == b"4567"
 
