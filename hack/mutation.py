@@ -259,6 +259,24 @@ TARGETS[MU + "checkpoint/dcp_prefetch.py"] = [
     CK + "test_dcp_metadata.py",
     CK + "test_gate_core.py",
 ]
+# The local source (the walk of a hostPath step): its own tests, then those of the gate, head start, manifest and
+# Megatron lists that walk real directories (the matrix's 280 gate runs read layouts, not the walk: left out).
+TARGETS[MU + "checkpoint/local.py"] = [
+    CK + "test_local_edges.py",
+    CK + "test_gate_core.py",
+    CK + "test_gate_edges.py",
+    CK + "test_dcp_prefetch.py",
+    CK + "test_integrity.py",
+    CK + "test_megatron_integrity_list.py",
+]
+# The S3 source: its own tests over a scripted client, then the gate's over a paging fake S3.
+TARGETS[MU + "checkpoint/s3.py"] = [CK + "test_s3_edges.py", CK + "test_s3_source.py"]
+# Where a backup lives (a directory, a listing read on the backup host, an S3 prefix): the backup's tests that use it.
+TARGETS[MU + "checkpoint/backup_store.py"] = [
+    CK + "test_backup_store_edges.py",
+    CK + "test_backup.py",
+    CK + "test_backup_copy.py",
+]
 
 # Mutants that cannot run at all: cosmic-ray's own name for them is "incompetent".
 PYTEST = "-x -q -p no:cacheprovider -p no:hypothesispytest -p no:randomly -p mutation_builtins"
