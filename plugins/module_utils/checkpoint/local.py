@@ -206,7 +206,7 @@ def walk_step(step_path, name, prefetch=False, head=None):
     """
     facts = StepFacts(name)
     facts.index = {}
-    facts.newest = -1.0
+    facts.newest = float("-inf")  # any real time is newer, 1969 included
     stack = [""]
     while stack:
         rel = stack.pop()

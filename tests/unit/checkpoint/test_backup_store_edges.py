@@ -482,3 +482,48 @@ def test_a_file_whose_mtime_moves_back_while_copied_is_refused(tmp_path, monkeyp
     with pytest.raises(GateError) as raised:
         copy_src(tmp_path)
     assert str(raised.value) == "%s changed while it was copied (size or mtime moved)" % (tmp_path / "src")
+
+
+class NoFileno:
+    """A stream with no ``fileno`` attribute at all (not even one that raises), e.g. a download body."""
+
+    def __init__(self, data):
+        self._data = io.BytesIO(data)
+
+    def read(self, size=-1):
+        return self._data.read(size)
+
+    def readinto(self, buf):
+        return self._data.readinto(buf)
+
+
+def test_a_stream_without_fileno_is_copied_through_python(tmp_path):
+    data = os.urandom(3 * 1024 * 1024 + 5)
+    with open(str(tmp_path / "dst"), "wb", buffering=0) as out:
+        got = backup_store.copy_hashing(NoFileno(data), out)
+    assert got == (hashlib.sha256(data).hexdigest(), len(data))
+    assert (tmp_path / "dst").read_bytes() == data
+
+
+def test_every_byte_is_on_disk_before_the_fsync_of_a_put(tmp_path, monkeypatch):
+    """The part file is written unbuffered: its fsync makes the whole file durable (no tail left in a buffer)."""
+    monkeypatch.setattr(backup_store, "CHUNK", 65536)
+    data = os.urandom(3 * 65536 + 5)  # whole windows, then a tail smaller than any write buffer
+    sizes = []
+    real = os.fsync
+
+    def fsync(fd):
+        sizes.append(os.fstat(fd).st_size)
+        return real(fd)
+
+    monkeypatch.setattr(backup_store.os, "fsync", fsync)
+    store = DirStore(str(tmp_path / "backup"))
+    assert store.put("global_step_1", "a/b.bin", NoFileno(data)) == (hashlib.sha256(data).hexdigest(), len(data))
+    assert sizes == [len(data)]
+    assert (tmp_path / "backup" / "global_step_1" / "a" / "b.bin").read_bytes() == data
+
+
+def test_a_progress_path_that_cannot_be_read_is_no_progress(tmp_path):
+    store = DirStore(str(tmp_path))
+    os.makedirs(str(tmp_path / backup_store.PROGRESS_DIR / "global_step_1.json"))  # a directory: IsADirectoryError
+    assert store.read_progress("global_step_1") is None

@@ -371,6 +371,14 @@ def test_mtimes_before_the_epoch_are_times_too(tmp_path):
     assert walk_step(str(step), "global_step_1").newest == -0.5
 
 
+@pytest.mark.parametrize("mtime", [-1.5, -86400.0])
+def test_a_step_written_wholly_before_1970_reports_its_own_newest_time(tmp_path, mtime):
+    step = tmp_path / "global_step_1"
+    write(str(step / "a.pt"), mtime=mtime)
+    write(str(step / "sub" / "b.pt"), mtime=mtime - 10)
+    assert walk_step(str(step), "global_step_1").newest == mtime
+
+
 def test_an_mtime_of_zero_is_a_time_and_a_step_without_files_has_none(tmp_path):
     step = tmp_path / "global_step_1"
     write(str(step / "a.pt"), mtime=0)
