@@ -448,7 +448,8 @@ def run_module(module, retest=False, since=None, operator=None):
 def merge_base(since):
     """The merge base of HEAD with ``since`` (or ``origin/<since>``, as in a CI clone without the branch)."""
     for rev in (since, "origin/" + since):
-        found = subprocess.run(["git", "merge-base", rev, "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        command = ["git", "merge-base", rev, "HEAD"]
+        found = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
         if found.returncode == 0:
             return found.stdout.strip()
     return None

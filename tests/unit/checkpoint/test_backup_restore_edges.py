@@ -77,7 +77,7 @@ def test_the_report_counts_every_byte_an_empty_file_included(root, tmp_path):
     _R, bdir, manifest, dest = staged_setup(root, tmp_path)
     report = R.stage({"path": str(bdir)}, STEP, str(dest), manifest)
     on_disk = tree_of(str(root / STEP))
-    assert report["files"] == len(on_disk) and report["bytes"] == sum(size for size, _ in on_disk.values())
+    assert report["files"] == len(on_disk) and report["bytes"] == sum(entry[0] for entry in on_disk.values())
     dry = R.stage({"path": str(bdir)}, STEP, str(tmp_path / "third"), manifest, check_mode=True)
     assert dry["status"] == "would-stage" and dry["bytes"] == report["bytes"] and dry["copied"] == 0
 

@@ -281,6 +281,22 @@ def test_an_iter_directory_is_decided_by_one_marker_or_its_first_shard_or_rank(t
     assert source.iter_dir_names("global_step_1", "actor/iter_0000001") == ([".metadata"], [])
 
 
+def listing_of(names, entry):
+    """A stand-in for ``os.scandir`` that lists ``names`` in this order."""
+
+    class Listing:
+        def __init__(self, path):
+            self.path = path
+
+        def __enter__(self):
+            return [entry(n) for n in names]
+
+        def __exit__(self, *exc):
+            return False
+
+    return Listing
+
+
 def test_an_iter_directory_listing_stops_at_its_first_shard_or_rank(tmp_path, monkeypatch):
     it = tmp_path / "global_step_1" / "it"
     os.makedirs(str(it))
@@ -294,18 +310,7 @@ def test_an_iter_directory_listing_stops_at_its_first_shard_or_rank(tmp_path, mo
         (["x", "b.distcp", "mp_rank_01", "c.distcp"], (["b.distcp"], [])),
         (["mp_rank_01", "mp_rank_00", "a.distcp"], ([], ["mp_rank_01"])),
     ):
-
-        class Listing:
-            def __init__(self, path, names=names):
-                self.names = names
-
-            def __enter__(self):
-                return [Entry(n) for n in self.names]
-
-            def __exit__(self, *exc):
-                return False
-
-        monkeypatch.setattr(local.os, "scandir", Listing)
+        monkeypatch.setattr(local.os, "scandir", listing_of(names, Entry))
         assert source.iter_dir_names("global_step_1", "it") == expected
 
 
