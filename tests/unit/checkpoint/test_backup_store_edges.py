@@ -92,6 +92,43 @@ def test_copy_hashing_copies_and_hashes_every_byte(tmp_path, monkeypatch):
     assert out.getvalue() == data
 
 
+def test_the_disk_is_asked_to_write_each_full_writeback_span_of_the_copy(tmp_path, monkeypatch):
+    monkeypatch.setattr(backup_store, "WINDOW", 1024)
+    monkeypatch.setattr(backup_store, "WRITEBACK", 2048)
+    hints = []
+    monkeypatch.setattr(backup_store.os, "posix_fadvise", lambda fd, off, n, advice: hints.append((off, n, advice)))
+    for size, expected in (
+        (2047, []),
+        (2048, [(0, 2048)]),
+        (6143, [(0, 2048), (2048, 2048)]),
+        (6144, [(0, 2048), (2048, 2048), (4096, 2048)]),
+    ):
+        data = os.urandom(size)
+        write(str(tmp_path / "src"), data)
+        hints.clear()
+        assert copy_src(tmp_path) == (hashlib.sha256(data).hexdigest(), size)
+        assert hints == [(off, n, backup_store.os.POSIX_FADV_DONTNEED) for off, n in expected], size
+        with open(str(tmp_path / "dst"), "rb") as fh:
+            assert fh.read() == data
+
+
+def test_a_refused_or_missing_writeback_hint_leaves_the_copy_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(backup_store, "WINDOW", 1024)
+    monkeypatch.setattr(backup_store, "WRITEBACK", 1024)
+    data = os.urandom(3000)
+    write(str(tmp_path / "src"), data)
+
+    def refuse(fd, off, n, advice):
+        raise OSError(backup_store.errno.ESPIPE, "no")
+
+    monkeypatch.setattr(backup_store.os, "posix_fadvise", refuse)
+    assert copy_src(tmp_path) == (hashlib.sha256(data).hexdigest(), 3000)
+    monkeypatch.delattr(backup_store.os, "posix_fadvise")
+    assert copy_src(tmp_path) == (hashlib.sha256(data).hexdigest(), 3000)
+    with open(str(tmp_path / "dst"), "rb") as fh:
+        assert fh.read() == data
+
+
 def test_copy_hashing_writes_itself_where_the_kernel_cannot(tmp_path, monkeypatch):
     data = os.urandom(3000)
     write(str(tmp_path / "src"), data)
