@@ -112,6 +112,29 @@ def test_the_disk_is_asked_to_write_each_full_writeback_span_of_the_copy(tmp_pat
             assert fh.read() == data
 
 
+def test_a_span_is_what_was_copied_since_the_last_hint_at_least_writeback_long(tmp_path, monkeypatch):
+    monkeypatch.setattr(backup_store, "WINDOW", 1024)
+    hints = []
+    monkeypatch.setattr(backup_store.os, "posix_fadvise", lambda fd, off, n, advice: hints.append((off, n)))
+    write(str(tmp_path / "src"), os.urandom(7168))
+    for writeback, expected in ((3072, [(0, 3072), (3072, 3072)]), (1500, [(0, 2048), (2048, 2048), (4096, 2048)])):
+        monkeypatch.setattr(backup_store, "WRITEBACK", writeback)
+        hints.clear()
+        copy_src(tmp_path)
+        assert hints == expected, writeback
+
+
+def test_by_default_the_disk_is_asked_to_write_every_8_mib(tmp_path, monkeypatch):
+    hints = []
+    monkeypatch.setattr(backup_store.os, "posix_fadvise", lambda fd, off, n, advice: hints.append((off, n)))
+    for size, expected in (((8 << 20) - 1, []), (17 << 20, [(0, 8 << 20), (8 << 20, 8 << 20)])):
+        data = os.urandom(size)
+        write(str(tmp_path / "src"), data)
+        hints.clear()
+        assert copy_src(tmp_path) == (hashlib.sha256(data).hexdigest(), len(data))
+        assert hints == expected, size
+
+
 def test_a_refused_or_missing_writeback_hint_leaves_the_copy_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(backup_store, "WINDOW", 1024)
     monkeypatch.setattr(backup_store, "WRITEBACK", 1024)
