@@ -5,7 +5,7 @@
 On the controller, no connection: validate ``SPEC``, call ``decide(options, check_mode)`` (a function over the
 plain-Python owner), and return ``decision`` with its ``refusal`` ('' when none). A decision is never a change;
 the role fails with ``refusal`` where the runbook says so. ``ERRORS`` raised by ``decide`` fail the task with
-``describe(options, exc)``.
+``describe(options, exc)``. In ``FAILING_PHASES`` a refusal fails the task itself, its ``msg`` the refusal (said once).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +21,7 @@ class DecisionAction(ActionBase):
     _requires_connection = False
     SPEC = {}
     ERRORS = (TypeError, ValueError)
+    FAILING_PHASES = ()
 
     def decide(self, options, check_mode):
         raise NotImplementedError
@@ -35,6 +36,9 @@ class DecisionAction(ActionBase):
             decision = self.decide(options, bool(self._task.check_mode))
         except self.ERRORS as exc:
             result.update(failed=True, msg=self.describe(options, exc))
+            return result
+        if decision.get("refusal") and options.get("phase") in self.FAILING_PHASES:
+            result.update(changed=False, failed=True, msg=decision["refusal"])
             return result
         result.update(changed=False, decision=decision, refusal=decision.get("refusal") or "")
         return result

@@ -19,16 +19,9 @@ CALL = re.compile(r"\brlark\.ops\.([a-z_][a-z0-9_]*)\b")
 KNOWN_SINGLE_USE = {
     "checkpoint_reuse_findings",
     "checkpoint_wait_options",
-    "empty_selection_message",
     "hostpath_plan",
     "hostpath_results",
-    "query_problem",
-    "refusal",
-    "refusal_outcome",
     "resume_backup_problem",
-    "select_jobs",
-    "stop_outcomes",
-    "stop_summary",
 }
 
 
