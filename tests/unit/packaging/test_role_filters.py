@@ -21,7 +21,6 @@ KNOWN_SINGLE_USE = {
     "checkpoint_wait_options",
     "hostpath_plan",
     "hostpath_results",
-    "resume_backup_problem",
 }
 
 
