@@ -5,7 +5,8 @@
 On the controller, no connection: validate ``SPEC``, call ``decide(options, check_mode)`` (a function over the
 plain-Python owner), and return ``decision`` with its ``refusal`` ('' when none). A decision is never a change;
 the role fails with ``refusal`` where the runbook says so. ``ERRORS`` raised by ``decide`` fail the task with
-``describe(options, exc)``. In ``FAILING_PHASES`` a refusal fails the task itself, its ``msg`` the refusal (said once).
+``describe(options, exc)``. ``self.task_vars`` are the task's variables (for a decision over the inventory). In
+``FAILING_PHASES`` a refusal fails the task itself, its ``msg`` the refusal (said once).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -32,6 +33,7 @@ class DecisionAction(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         options = plain(self.validate_argument_spec(argument_spec=self.SPEC)[1])
+        self.task_vars = task_vars or {}
         try:
             decision = self.decide(options, bool(self._task.check_mode))
         except self.ERRORS as exc:

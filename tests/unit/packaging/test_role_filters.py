@@ -19,8 +19,6 @@ CALL = re.compile(r"\brlark\.ops\.([a-z_][a-z0-9_]*)\b")
 KNOWN_SINGLE_USE = {
     "checkpoint_reuse_findings",
     "checkpoint_wait_options",
-    "hostpath_plan",
-    "hostpath_results",
 }
 
 
