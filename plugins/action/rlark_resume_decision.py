@@ -40,6 +40,10 @@ SPEC = dict(
     created=dict(type="dict", default={}),
     verify=dict(type="bool", default=True),
     verify_report=dict(type="dict", default={}),
+    node=dict(type="str", default=""),
+    reference_manifest=dict(type="dict", default={}),
+    backup=dict(type="dict", default={}),
+    backup_host_known=dict(type="bool", default=False),
 )
 
 
@@ -50,6 +54,9 @@ def decide(p, check_mode):
         records = owner.stop_records(p["records_dir"], source) if p["read_records"] and p["records_dir"] else []
         where = {"manifest": p["manifest"], "root": p["root"], "object_storage": p["object_storage"]}
         return owner.plan(source, p["resource"], p["earlier"], p["step"], p["new_name"], where, records)
+    if phase == "backup":
+        manifest, known = p["reference_manifest"], p["backup_host_known"]
+        return owner.backup(p["location"], p["node"], manifest, source, p["backup"], known)
     if phase == "checkpoint":
         return owner.checkpoint(p["gate"], p["step"], source, p["location"].get("container_root"), p["new_name"])
     if phase == "copy":

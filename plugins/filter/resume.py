@@ -7,7 +7,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils import resume
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.backup_restore import resume_problem
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
 
@@ -15,16 +14,8 @@ def resume_marks(job):
     return resume.resume_marks(plain(job))
 
 
-def resume_backup_problem(location, node, manifest, source, backup=None, inventory=()):
-    """``inventory``: the inventory's host names (``hostvars``), to tell whether the backup's host is one."""
-    backup = plain(backup) or {}
-    on_host = bool(backup.get("host")) and backup["host"] in inventory
-    return resume_problem(plain(location), node, plain(manifest), source, backup, on_host)
-
-
 class FilterModule:
     def filters(self):
         return {
             "resume_marks": resume_marks,
-            "resume_backup_problem": resume_backup_problem,
         }

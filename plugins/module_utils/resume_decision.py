@@ -4,6 +4,8 @@
 
 - :func:`plan`: is the original resumable, which step, is this run an earlier resume (idempotence), where the
   original's checkpoints are, and the integrity manifest its stop records keep for the step;
+- :func:`backup`: may a resume from the backup start (a hostPath checkpoint, another node, the step's integrity
+  manifest, a backup the new node can read);
 - :func:`checkpoint`: may the gated checkpoint be used, and the directory the new Job resumes from and its name;
 - :func:`copy`: the copy's review (as a new submission, apart from the two intended overrides) and the output
   location the new Job writes to (its own directory);
@@ -24,10 +26,11 @@ import os
 from ansible_collections.rlark.ops.plugins.module_utils import findings as findings_core
 from ansible_collections.rlark.ops.plugins.module_utils import resume, review
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import dir_guard, gate_summary, location
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.backup_restore import resume_problem
 from ansible_collections.rlark.ops.plugins.module_utils.findings import ERROR, finding
 from ansible_collections.rlark.ops.plugins.module_utils.manifest import parse_text
 
-PHASES = ("plan", "checkpoint", "copy", "tree", "outcome")
+PHASES = ("plan", "backup", "checkpoint", "copy", "tree", "outcome")
 STOP_RECORD = "stop.yml"
 
 
@@ -110,6 +113,17 @@ def plan(source_name, resource, earlier_jobs, step, new_name, where, records=Non
         )
         decided["reference_manifest"] = reference_manifest(records, decided["step"])
     return decided
+
+
+def backup(original_location, node, reference_manifest, source_name, backup_source, host_known=False):
+    """``{refusal}``: why a resume from the backup cannot start, nothing created ('' when it can).
+
+    ``backup_source`` is the role's ``resume_backup`` ({path, s3, host, mount}); ``host_known`` whether its ``host``
+    is an inventory host (backup_restore.resume_problem judges)."""
+    backup_source = backup_source or {}
+    on_host = bool(backup_source.get("host")) and bool(host_known)
+    problem = resume_problem(original_location or {}, node, reference_manifest, source_name, backup_source, on_host)
+    return {"refusal": "Resume from the backup refused, nothing was created: %s" % problem if problem else ""}
 
 
 def resume_override_findings(view, resume_dir, name):

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: rlark_resume_decision
-short_description: One decision of a resume (step, checkpoint, copy, original-tree proof, outcome)
+short_description: One decision of a resume (step, backup, checkpoint, copy, original-tree proof, outcome)
 version_added: 0.1.0
 description:
   - The resume's decisions have one owner, C(plugins/module_utils/resume_decision.py); the C(rlark.ops.resume) role
@@ -17,6 +17,9 @@ description:
     C(global_step_N)), finds the earlier resume that is this run (nothing is created then, RV(decision) says
     so), locates the original's checkpoints and, with O(read_records), takes the integrity manifest a stop record of
     the original keeps for the step (the reference of integrity verify and of a resume from the backup).
+  - V(backup) refuses a resume from the backup (C(rlark_resume_from_backup)) that lacks what it needs, a hostPath
+    checkpoint, another node to run on (O(node)), the step's integrity manifest (O(reference_manifest)) or a backup
+    the new node can read (a directory on a backup host, O(backup_host_known), only where the node mounts it).
   - V(checkpoint) refuses a partial or missing gated checkpoint (the C(integrity-*) findings in a table), and names
     the directory the new Job resumes from and the new Job (O(new_name), else C(<source>-r<step>)).
   - V(copy) reviews the dry-run copy O(preview) like a new submission (apart from the intended C(runner.resume_dir)
@@ -39,7 +42,7 @@ options:
     description: Which decision.
     type: str
     required: true
-    choices: [plan, checkpoint, copy, tree, outcome]
+    choices: [plan, backup, checkpoint, copy, tree, outcome]
   source:
     description: The original Job's name (C(rlark_resume_source)).
     type: str
@@ -85,7 +88,7 @@ options:
     type: bool
     default: false
   location:
-    description: The original's checkpoint location (V(checkpoint), V(copy), V(tree)).
+    description: The original's checkpoint location (V(backup), V(checkpoint), V(copy), V(tree)).
     type: dict
     default: {}
   gate:
@@ -120,6 +123,23 @@ options:
     description: The verify role's report (V(outcome)).
     type: dict
     default: {}
+  node:
+    description: The node to resume on (C(rlark_resume_node); V(backup)).
+    type: str
+    default: ""
+  reference_manifest:
+    description: The integrity manifest of the step, the V(plan) decision's C(reference_manifest) (V(backup)).
+    type: dict
+    default: {}
+  backup:
+    description: The backup to resume from, C({path, s3, host, mount}) (C(rlark_checkpoint_backup_*); V(backup)).
+    type: dict
+    default: {}
+  backup_host_known:
+    description:
+      - The backup's C(host) is an inventory host, so its directory is on that host, not on the node (V(backup)).
+    type: bool
+    default: false
 seealso:
   - module: rlark.ops.rlark_job
   - module: rlark.ops.rlark_resume_sentinel
@@ -145,7 +165,8 @@ RETURN = r"""
 decision:
   description:
     - The decision of O(phase). V(plan) C({refusal, step, already, outcome, location, reference_manifest});
-      V(checkpoint) C({refusal, gate, step, resume_dir, name}); V(copy) C({refusal, findings, new_location});
+      V(backup) C({refusal}); V(checkpoint) C({refusal, gate, step, resume_dir, name});
+      V(copy) C({refusal, findings, new_location});
       V(tree) C({refusal, findings}); V(outcome) the resume's report.
   returned: success
   type: dict

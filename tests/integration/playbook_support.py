@@ -141,7 +141,7 @@ def outcome_table(run):
     """The guarded-stop summary table from a run, or ''."""
     for task, result in run.task_results():
         if task == "Build the summary":
-            return ((result.get("ansible_facts") or {}).get("guarded_stop_summary") or {}).get("table", "")
+            return (result.get("decision") or {}).get("table", "")
     return ""
 
 

@@ -20,11 +20,7 @@ def job_names(sandbox):
 
 
 def guard_report(run):
-    [report] = [
-        r["ansible_facts"]["checkpoint_dir_guard_report"]
-        for task, r in run.task_results()
-        if task == "Judge the directory"
-    ]
+    [report] = [r["decision"] for task, r in run.task_results() if task == "Judge the directory"]
     return report
 
 

@@ -179,7 +179,7 @@ def test_guarded_stop_through_ansible_runner(chain, sandbox):
     assert chain.get("migrated"), "migrate did not run"
     w.wait_steps(1)
     run = successful(runner.run("guarded_stop", w.vars(rlark_jobs=[w.name]), kubeconfig=sandbox.kubeconfig_operator))
-    table = run.result("Build the summary")["ansible_facts"]["guarded_stop_summary"]["table"]
+    table = run.result("Build the summary")["decision"]["table"]
     line = next(x for x in table.splitlines() if x.startswith(w.name + " "))
     assert " stopped " in line + " ", table
     (record,) = w.records_of("stop")

@@ -63,6 +63,21 @@ def reuse_findings(job_name, steps, location, allowed=False):
     ]
 
 
+def reuse_report(job_name, tree, location, allowed=False):
+    """The guard's report on a new Job's checkpoint directory: ``{job, checked, location, steps, acknowledged,
+    findings}``. ``tree`` is the directory's listing (``rlark_ckpt_tree``; no ``steps`` when it was not listed)."""
+    tree = tree or {}
+    steps = list(tree.get("steps") or [])
+    return {
+        "job": job_name,
+        "checked": "steps" in tree,
+        "location": location or {},
+        "steps": steps,
+        "acknowledged": bool(allowed),
+        "findings": reuse_findings(job_name, steps, location or {}, allowed),
+    }
+
+
 def tree_findings(diff, location, limit=LISTED):
     """``resume-original-changed`` when the original run's checkpoint tree is not as it was snapshotted."""
     if diff.get("same"):
@@ -85,4 +100,4 @@ def tree_findings(diff, location, limit=LISTED):
     ]
 
 
-__all__ = ["ALLOW_VAR", "planned_location", "reuse_findings", "tree_findings"]
+__all__ = ["ALLOW_VAR", "planned_location", "reuse_findings", "reuse_report", "tree_findings"]

@@ -14,22 +14,9 @@ from collections import Counter
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 CALL = re.compile(r"\brlark\.ops\.([a-z_][a-z0-9_]*)\b")
-# Single-use filters that predate the rule, each a decision still to move into its Python owner (issue #25);
-# the list only shrinks.
-KNOWN_SINGLE_USE = {
-    "checkpoint_reuse_findings",
-    "checkpoint_wait_options",
-    "empty_selection_message",
-    "hostpath_plan",
-    "hostpath_results",
-    "query_problem",
-    "refusal",
-    "refusal_outcome",
-    "resume_backup_problem",
-    "select_jobs",
-    "stop_outcomes",
-    "stop_summary",
-}
+# Single-use filters that predate the rule, each a decision still to move into its Python owner (issue #25): all
+# moved; the set stays empty.
+KNOWN_SINGLE_USE = set()
 
 
 def public_filters(readme):

@@ -4,13 +4,12 @@
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.rlark.ops.plugins.filter import checkpoints, guarded_stop, placement
+from ansible_collections.rlark.ops.plugins.filter import checkpoints, placement
 from ansible_collections.rlark.ops.plugins.filter.query import FilterModule as Query
 
 QUERY = Query().filters()["query"]
 FLOW = {
     **checkpoints.FilterModule().filters(),
-    **guarded_stop.FilterModule().filters(),
     **placement.FilterModule().filters(),
 }
 
@@ -31,37 +30,6 @@ def test_query_filter_errors_are_filter_errors():
         QUERY(RESOURCES, "[?")
     with pytest.raises(AnsibleFilterError, match="unknown option"):
         QUERY(RESOURCES, "@", bogus=1)
-
-
-@pytest.mark.parametrize(
-    "expression, names",
-    [
-        ("", ["a", "b"]),
-        ("[?job.status.phase=='Running']", ["a"]),
-        ("[?job.metadata.labels.team=='rl'].job.metadata.name", ["a"]),
-        ("[?job.status.phase=='Failed']", []),
-    ],
-)
-def test_select_jobs_accepts_items_or_names(expression, names):
-    chosen = FLOW["select_jobs"](RESOURCES, expression)
-    assert [r["job"]["metadata"]["name"] for r in chosen] == names
-
-
-def test_select_jobs_by_names_then_expression():
-    assert [r["job"]["metadata"]["name"] for r in FLOW["select_jobs"](RESOURCES, "", ["b"])] == ["b"]
-    assert FLOW["select_jobs"](RESOURCES, "[?job.status.phase=='Running']", ["b"]) == []
-    assert len(FLOW["select_jobs"](RESOURCES, "", [])) == 2
-
-
-def test_stop_outcomes_counts_a_silent_host_as_refused():
-    out = FLOW["stop_outcomes"]([{"job": "a", "outcome": "stopped"}, {}], ["a", "b"])
-    assert out[0]["outcome"] == "stopped" and out[1] == {
-        "job": "b",
-        "outcome": "refused",
-        "reason": "the checks did not finish (see the failed task above)",
-    }
-    with pytest.raises(AnsibleFilterError, match="1 outcomes for 2 Jobs"):
-        FLOW["stop_outcomes"]([{}], ["a", "b"])
 
 
 def test_without_resume_override_strips_only_that_override():

@@ -9,7 +9,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.rlark.ops.plugins.filter import guarded_stop as gs_filters
 from ansible_collections.rlark.ops.plugins.module_utils import access, module_runner, stop_logs, stop_record
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import waiting
 from ansible_collections.rlark.ops.plugins.module_utils.findings import Refused
@@ -249,15 +248,3 @@ def test_outcome_fields_never_read_like_a_stop_when_it_failed():
     assert out["collection_version"] not in ("", "unknown")
     with pytest.raises(ValueError):
         stop_record.outcome_fields("stopped-ish")
-
-
-def test_query_problem_names_the_variable_once():
-    msg = gs_filters.query_problem([], "[?job.metadata.name=='x'")
-    assert msg.count("rlark_job_query") == 1 and "JMESPath" in msg
-    assert gs_filters.query_problem([], "[?job.metadata.name=='x']") == ""
-
-
-def test_empty_selection_message_names_what_was_set():
-    msg = gs_filters.empty_selection_message([], ["team=rl"], "[?x]")
-    assert "rlark_job_selectors=team=rl" in msg and "rlark_job_query=[?x]" in msg
-    assert "rlark_allow_empty_selection" in msg

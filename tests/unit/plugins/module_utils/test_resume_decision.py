@@ -113,3 +113,37 @@ def test_tree_proof_and_outcome():
         "demo-r6 resumes demo from /c/global_step_6 (step 6), writing to its own directory /n/checkpoints"
     )
     assert resume_decision.outcome("demo", created, False, False)["verified"] == "skipped"
+
+
+def test_backup_refuses_a_directory_on_a_backup_host_unless_the_node_mounts_it():
+    here = {"kind": "hostPath", "node": "a100-01", "host_path": "/data/rlinf/logs/demo/checkpoints"}
+    on_server = {"path": "/backup/demo", "s3": {}, "host": "backup-01", "mount": ""}
+    refused = resume_decision.backup(here, "dual-01", {"files": []}, "demo", on_server, host_known=True)
+    assert refused["refusal"].startswith(
+        "Resume from the backup refused, nothing was created: the backup /backup/demo is on the backup host backup-01 "
+        "(rlark_checkpoint_backup_host), not on node dual-01"
+    ), refused
+    # A host name that is not in the inventory only labels the location; a mounted directory is read on the node.
+    assert resume_decision.backup(here, "dual-01", {"files": []}, "demo", on_server) == {"refusal": ""}
+    mounted = dict(on_server, mount="/mnt/backup-01/demo")
+    assert resume_decision.backup(here, "dual-01", {"files": []}, "demo", mounted, True) == {"refusal": ""}
+    same_node = resume_decision.backup(here, "a100-01", {"files": []}, "demo", {}, False)["refusal"]
+    assert same_node.endswith("set rlark_resume_node to the approved node to run on (not a100-01, the original's).")
+    assert "rlark_checkpoint_integrity_store=record" in resume_decision.backup(here, "dual-01", None, "demo", None)[
+        "refusal"]  # fmt: skip
+
+
+def test_the_backup_phase_through_the_action_names_what_to_set():
+    from unittest import mock
+
+    from ansible_collections.rlark.ops.plugins.action import rlark_resume_decision as action_mod
+
+    task = mock.MagicMock(async_val=0, check_mode=True, diff=False)
+    task.args = {"phase": "backup", "source": "demo", "location": {"kind": "s3"}, "node": "dual-01"}
+    action = action_mod.ActionModule(task, mock.MagicMock(), mock.MagicMock(), None, mock.MagicMock(), None)
+    result = action.run(task_vars={})
+    assert result["changed"] is False and not result.get("failed")
+    assert result["refusal"] == (
+        "Resume from the backup refused, nothing was created: the checkpoint is not a hostPath (s3); only hostPath "
+        "checkpoints have a backup."
+    )

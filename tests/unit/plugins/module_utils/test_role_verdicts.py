@@ -1,10 +1,7 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The verdicts the roles act on (verify report, stop readiness, resume overrides, checkpoint wait options)."""
+"""The verdicts the roles act on (verify report, stop readiness, resume overrides)."""
 
-import pytest
-from ansible.errors import AnsibleFilterError
-from ansible_collections.rlark.ops.plugins.filter.checkpoint_gate import checkpoint_wait_options
 from ansible_collections.rlark.ops.plugins.module_utils import resume_decision, role_verdicts
 
 GATE_40_OF_42 = {
@@ -56,16 +53,3 @@ def test_resume_override_findings():
     (found,) = resume_decision.resume_override_findings(dict(view, resume_dirs=[]), "/c/global_step_4", "n")
     assert (found["id"], found["severity"]) == ("resume-override", "error")
     assert "runner.resume_dir=/c/global_step_4" in found["message"] and "it has [] and " in found["message"]
-
-
-def test_checkpoint_wait_options():
-    host = {"ok": True, "kind": "hostPath", "node": "n1", "host_path": "/data/ckpt", "s3": None}
-    once = checkpoint_wait_options(host, node_root="/mnt/n1", wait_timeout=600)
-    assert once["path"] == "/mnt/n1/data/ckpt" and once["wait_timeout"] == 0 and "s3" not in once
-    waits = checkpoint_wait_options(host, after_step=4, wait_timeout=5, wait_sleep=2, options={"runner": "x", "no": 1})
-    assert waits["wait_timeout"] == 4 and waits["after_step"] == 4 and waits["runner"] == "x" and "no" not in waits
-    assert checkpoint_wait_options(host, newest_complete=True, wait_timeout=3, wait_sleep=1)["wait_timeout"] == 3
-    s3 = {"kind": "s3", "s3": {"bucket": "b", "prefix": "p/", "region": None, "secret": "x"}}
-    assert checkpoint_wait_options(s3)["s3"] == {"bucket": "b", "prefix": "p/"}
-    with pytest.raises(AnsibleFilterError, match="no checkpoint storage"):
-        checkpoint_wait_options({"kind": "pvc"})

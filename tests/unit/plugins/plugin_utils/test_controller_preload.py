@@ -23,7 +23,7 @@ def ours():
 init_plugin_loader()
 action_loader.get(sys.argv[1], class_only=True)
 loaded = ours()
-assert filter_loader.get("rlark.ops.stop_summary") is not None
+assert filter_loader.get("rlark.ops.log_record_name") is not None
 assert filter_loader.get("rlark.ops.load_manifest") is not None
 assert lookup_loader.get("rlark.ops.job_logs") is not None
 print(json.dumps({"loaded": sorted(loaded), "imported_later": sorted(ours() - loaded)}))
@@ -39,6 +39,7 @@ print(json.dumps({"loaded": sorted(loaded), "imported_later": sorted(ours() - lo
         "rlark.ops.rlark_stop_with_logs",
         "rlark.ops.rlark_guarded_stop",
         "rlark.ops.rlark_job_running",
+        "rlark.ops.rlark_guarded_stop_decision",
     ],
 )
 def test_loading_an_action_class_preloads_every_filter_and_lookup(action):
