@@ -7,11 +7,16 @@ __metaclass__ = type
 
 
 class ModuleDocFragment:
-    # The attributes the action-backed modules share (their work runs in an action plugin on the controller).
-    # A module still states its own check_mode, and may override a description here (Ansible merges the
-    # module's keys over the fragment's). Plain literals: the sanity checks parse this string without running it.
+    # What the action-backed modules share (their work runs in an action plugin on the controller). A module
+    # may override a key here (Ansible merges the module's keys over the fragment's, option by option and
+    # attribute by attribute). Plain literals: the sanity checks parse these strings without running them.
     DOCUMENTATION = r"""
+author:
+  - rlark.ops contributors (@rlark-ops)
 attributes:
+  check_mode:
+    support: full
+    description: Reads and writes nothing in any mode.
   diff_mode:
     support: none
     description: No diff.
@@ -19,4 +24,13 @@ attributes:
     support: full
     platforms: posix
     description: Runs on the controller.
+"""
+
+    # The decision actions: one call per decision of a runbook, chosen by phase (each module lists its choices).
+    DECISION = r"""
+options:
+  phase:
+    description: Which decision.
+    type: str
+    required: true
 """

@@ -19,14 +19,11 @@ description:
   - Reviews are answered without storing anything, so the module never reports C(changed) and runs the same in
     check mode.
   - On a local connection it runs in the controller's worker process (no module is sent).
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
   - rlark.ops.auth
 attributes:
   check_mode:
-    support: full
     description: Reviews store nothing; the module runs unchanged in check mode.
   platform:
     description: Runs on the controller or any host that can reach the API server.

@@ -19,14 +19,8 @@ description:
     severity is C(error), or C(warning) with O(allow_reuse) (the recorded acknowledgement
     C(rlark_allow_checkpoint_dir_reuse=true)).
   - Runs on the controller; reads and writes nothing, and never reports C(changed). The role fails on an error.
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
-attributes:
-  check_mode:
-    support: full
-    description: Reads and writes nothing in any mode.
 options:
   job:
     description: The new Job's name, for the finding.

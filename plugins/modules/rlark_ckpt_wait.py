@@ -20,11 +20,8 @@ description:
     per poll); on any other connection every poll runs M(rlark.ops.rlark_ckpt_gate) on the target.
   - Never deletes anything and writes only the integrity manifest with O(integrity=write); C(changed) is true only
     when it wrote one.
-author:
-  - rlark.ops contributors (@rlark-ops)
 attributes:
   check_mode:
-    support: full
     description: Reads only in check mode (O(integrity=write) hashes but writes no manifest).
   platform:
     description: The gate runs where the data is (the node for a host directory, the controller for S3).

@@ -21,14 +21,8 @@ description:
   - Options left empty are dropped so the module's defaults apply. Fails, with one sentence, for a location that
     is neither a hostPath nor object storage, and for a backup of a checkpoint in object storage.
   - Runs on the controller; reads and writes nothing, and never reports C(changed).
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
-attributes:
-  check_mode:
-    support: full
-    description: Reads and writes nothing in any mode.
 options:
   location:
     description: The checkpoint location.

@@ -27,15 +27,12 @@ description:
     stopped by someone else is C(already stopped).
   - One deadline (O(deadline)) bounds everything from the patch to the record, API retries included, with a
     progress line while the API server does not answer.
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
   - rlark.ops.auth
   - rlark.ops.log_source
 attributes:
   check_mode:
-    support: full
     description: Gates and judges (no integrity manifest written), writes no record, sends no patch; the outcome is
       C(would stop) or C(refused) with a reason starting "would refuse".
   platform:

@@ -25,19 +25,14 @@ description:
     C(refused), C(failed), C(stopped-unconfirmed), C(would stop)); a Job that reported no outcome counts as refused,
     and each unknown name is refused as C(no such Job).
   - Runs on the controller; reads and writes nothing, and never reports C(changed).
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
+  - rlark.ops.controller_action.decision
 attributes:
   check_mode:
-    support: full
     description: Reads and writes nothing in any mode; V(refused) words its reason for check mode.
 options:
   phase:
-    description: Which decision.
-    type: str
-    required: true
     choices: [select, refused, summary]
   candidates:
     description: The C(resources) of M(rlark.ops.rlark_job_info), the candidate Jobs (V(select)).

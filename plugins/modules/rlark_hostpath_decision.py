@@ -20,19 +20,11 @@ description:
   - V(results) turns the stat output of each host (O(outputs)) into per-check results and the findings
     C(hostpath-missing), C(hostpath-not-directory), C(hostpath-not-writable) and C(hostpath-node-unreachable).
   - Runs on the controller; reads the inventory's variables only, writes nothing, and never reports C(changed).
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
-attributes:
-  check_mode:
-    support: full
-    description: Reads and writes nothing in any mode.
+  - rlark.ops.controller_action.decision
 options:
   phase:
-    description: Which decision.
-    type: str
-    required: true
     choices: [plan, results]
   job:
     description: The Job manifest whose hostPath volumes are checked (V(plan)).

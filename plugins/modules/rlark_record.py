@@ -22,13 +22,10 @@ description:
   - Runs entirely in an action plugin on the controller (no module is sent to any host).
   - Records are audit output, not managed state, so the task never reports C(changed); in check mode nothing is
     written.
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
 attributes:
   check_mode:
-    support: full
     description: Writes nothing in check mode.
 options:
   records_dir:

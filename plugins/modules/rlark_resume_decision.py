@@ -29,19 +29,14 @@ description:
   - V(outcome) is the report of the resume.
   - "Runs on the controller; reads only (the stop records under O(records_dir)). A refusal does not fail the task:
     it is RV(refusal), and the role fails with it."
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
+  - rlark.ops.controller_action.decision
 attributes:
   check_mode:
-    support: full
     description: Writes nothing in any mode; V(outcome) words the report for check mode.
 options:
   phase:
-    description: Which decision.
-    type: str
-    required: true
     choices: [plan, backup, checkpoint, copy, tree, outcome]
   source:
     description: The original Job's name (C(rlark_resume_source)).

@@ -27,15 +27,12 @@ description:
   - With O(log_source=kubeconfig) and no O(clusters), the head pod is read from the cluster its Task runs in (read
     from the Job's Tasks until the controller placed them).
   - Runs entirely in an action plugin on the controller, where the log sources are read.
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
   - rlark.ops.auth
   - rlark.ops.log_source
 attributes:
   check_mode:
-    support: full
     description: Reads the old run's record only; nothing is watched or stopped.
 options:
   name:

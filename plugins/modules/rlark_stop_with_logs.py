@@ -25,15 +25,12 @@ description:
   - The wait prints one progress line per change of what it observes.
   - Runs entirely in an action plugin on the controller, where the log sources are read. The guarded stop (gate,
     verdict, write-ahead stop record, recovery) is M(rlark.ops.rlark_guarded_stop).
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
   - rlark.ops.auth
   - rlark.ops.log_source
 attributes:
   check_mode:
-    support: full
     description: The stop is sent as a server-side dry run (C(dryRun=All)); no log is read and nothing is awaited.
 options:
   name:

@@ -24,19 +24,11 @@ description:
     (RV(refusal)) naming C(rlark_verify_wait_timeout) and the findings.
   - "Runs on the controller; reads and writes nothing. A refusal does not fail the task: it is RV(refusal), and
     the role fails with it."
-author:
-  - rlark.ops contributors (@rlark-ops)
 extends_documentation_fragment:
   - rlark.ops.controller_action
-attributes:
-  check_mode:
-    support: full
-    description: Reads and writes nothing in any mode.
+  - rlark.ops.controller_action.decision
 options:
   phase:
-    description: Which decision.
-    type: str
-    required: true
     choices: [submitted, signals, running, report]
   name:
     description: The Job's name (C(rlark_job_name)).
