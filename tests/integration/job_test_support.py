@@ -36,6 +36,7 @@ __all__ = ["ApiError", "client_from_params", "jobs_core", "resource_path"]
 
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+TEST_ACTIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "action_plugins")  # rlark_test_save
 
 
 # --- helpers shared by the job and node_match integration tests -----------------------------------
@@ -76,7 +77,7 @@ def run_module(
                 },
                 {
                     "name": "Save the result",
-                    "ansible.builtin.copy": {"content": "{{ result | to_json }}", "dest": out, "mode": "0600"},
+                    "rlark_test_save": {"content": "{{ result | to_json }}", "dest": out},
                     "check_mode": False,
                 },
             ],
@@ -90,7 +91,7 @@ def run_module(
     cmd += ["--diff"] if diff else []
     proc = subprocess.run(
         cmd,
-        env=ansible_env(dict(sandbox.env(), **(env or {}))),
+        env=dict(ansible_env(dict(sandbox.env(), **(env or {}))), ANSIBLE_ACTION_PLUGINS=TEST_ACTIONS),
         capture_output=True,
         text=True,
         timeout=900,
