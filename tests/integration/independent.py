@@ -45,6 +45,27 @@ def job_tasks(sandbox, name):
         api.close()
 
 
+def job_view(sandbox, name):
+    """``{job, tasks, pods}`` of Job ``name`` as the API server has them, or None when there is no such Job.
+
+    Pods are the Pod CRs labelled with one of the Job's Task names (listed Tasks and those its templates
+    imply), so a Job ``x-again`` beside ``x`` never lends its pods to ``x``.
+    """
+    job = get_job(sandbox, name)
+    if job is None:
+        return None
+    tasks = job_tasks(sandbox, name)
+    names = {t["metadata"]["name"] for t in tasks}
+    names.update("%s-%s" % (name, t["name"]) for t in job.get("spec", {}).get("tasks") or () if t.get("name"))
+    api = _api(sandbox)
+    try:
+        items = api.get(GROUP + "/pods")["items"]
+    finally:
+        api.close()
+    pods = [p for p in items if (p["metadata"].get("labels") or {}).get("rlark.io/task-name") in names]
+    return {"job": job, "tasks": tasks, "pods": pods}
+
+
 def assert_nothing_created(sandbox, name):
     """No Job, no Task and no Pod CR of ``name`` exist."""
     assert get_job(sandbox, name) is None, "Job %s was created" % name

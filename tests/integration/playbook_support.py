@@ -13,6 +13,7 @@ import time
 
 import yaml
 from helpers import ROOT, run_ansible_module, run_playbook
+from independent import job_view
 
 EXAMPLE = os.path.join(ROOT, "examples", "sandbox")
 INVENTORY = os.path.join(EXAMPLE, "inventory.yml")
@@ -78,11 +79,8 @@ class Workload:
         )
 
     def info(self, name=None):
-        res = run_ansible_module(
-            "rlark_job_info", {"name": name or self.name}, env=self.sandbox.env(), kubeconfig=self.sandbox.kubeconfig
-        )
-        assert not res.get("failed"), res
-        return res["resources"][0] if res["resources"] else None
+        """The Job, its Tasks and Pod CRs from the API server (an independent reader), None when absent."""
+        return job_view(self.sandbox, name or self.name)
 
     def steps(self):
         if not os.path.isdir(self.checkpoints):
