@@ -6,6 +6,7 @@ bugs. These helpers read the API server with the sandbox's stdlib client (``sand
 and the admin token.
 """
 
+import time
 from urllib.parse import quote
 
 from kubeapi_for_tests import Api
@@ -64,6 +65,21 @@ def job_view(sandbox, name):
         api.close()
     pods = [p for p in items if (p["metadata"].get("labels") or {}).get("rlark.io/task-name") in names]
     return {"job": job, "tasks": tasks, "pods": pods}
+
+
+def delete_job(sandbox, name, timeout=180):
+    """Delete Job ``name`` (background propagation, as ``rlark_job state=absent`` does) and wait until the Job
+    and every Task labelled with it are gone. Test cleanup: no checkpoint data is touched."""
+    api = _api(sandbox)
+    try:
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        api.call("DELETE", "%s/jobs/%s" % (GROUP, quote(name, safe="")), body, ok=(200, 202, 404))
+    finally:
+        api.close()
+    deadline = time.monotonic() + timeout
+    while get_job(sandbox, name) is not None or job_tasks(sandbox, name):
+        assert time.monotonic() < deadline, "Job %s or its Tasks still exist %d s after the DELETE" % (name, timeout)
+        time.sleep(0.2)  # poll interval of a condition wait, bounded by the deadline
 
 
 def assert_nothing_created(sandbox, name):

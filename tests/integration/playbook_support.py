@@ -13,7 +13,7 @@ import time
 
 import yaml
 from helpers import ROOT, run_ansible_module, run_playbook
-from independent import job_view
+from independent import delete_job, job_view
 
 EXAMPLE = os.path.join(ROOT, "examples", "sandbox")
 INVENTORY = os.path.join(EXAMPLE, "inventory.yml")
@@ -109,7 +109,7 @@ class Workload:
 
     def cleanup(self):
         for name in self.created:
-            self.module("rlark_job", {"name": name, "state": "absent", "wait": True, "allow_pvc_deletion": True})
+            delete_job(self.sandbox, name)
 
 
 def to_object_storage(manifest, _profile):
