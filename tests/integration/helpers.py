@@ -11,6 +11,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 
 import yaml
 
@@ -166,3 +167,14 @@ def install_collection_tarball(base):
     subprocess.run(install, check=True, capture_output=True, env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=""))
     assert os.path.isfile(os.path.join(collections, "ansible_collections", "rlark", "ops", "MANIFEST.json"))
     return collections
+
+
+def wait_until(predicate, timeout=90, interval=0.5):
+    """The first truthy value of ``predicate()``, polled every ``interval`` s until ``timeout`` s have passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met within %ss" % timeout)

@@ -6,9 +6,9 @@ bugs. These helpers read the API server with the sandbox's stdlib client (``sand
 and the admin token.
 """
 
-import time
 from urllib.parse import quote
 
+from helpers import wait_until
 from kubeapi_for_tests import Api
 
 GROUP = "/apis/rlinf.io/v1alpha1"
@@ -27,15 +27,19 @@ def get_job(sandbox, name):
         api.close()
 
 
-def job_pods(sandbox, name):
-    """Every Pod CR in any namespace whose rlark.io/task-name belongs to Job ``name`` (``<job>-<task>``)."""
+def _pods_by_task(sandbox):
+    """[(rlark.io/task-name, Pod CR)] of every Pod CR in any namespace."""
     api = _api(sandbox)
     try:
         items = api.get(GROUP + "/pods")["items"]
     finally:
         api.close()
-    owner = [((p["metadata"].get("labels") or {}).get("rlark.io/task-name") or "", p) for p in items]
-    return [p for task, p in owner if task.startswith(name + "-")]
+    return [((p["metadata"].get("labels") or {}).get("rlark.io/task-name") or "", p) for p in items]
+
+
+def job_pods(sandbox, name):
+    """Every Pod CR in any namespace whose rlark.io/task-name belongs to Job ``name`` (``<job>-<task>``)."""
+    return [p for task, p in _pods_by_task(sandbox) if task.startswith(name + "-")]
 
 
 def job_tasks(sandbox, name):
@@ -58,13 +62,7 @@ def job_view(sandbox, name):
     tasks = job_tasks(sandbox, name)
     names = {t["metadata"]["name"] for t in tasks}
     names.update("%s-%s" % (name, t["name"]) for t in job.get("spec", {}).get("tasks") or () if t.get("name"))
-    api = _api(sandbox)
-    try:
-        items = api.get(GROUP + "/pods")["items"]
-    finally:
-        api.close()
-    pods = [p for p in items if (p["metadata"].get("labels") or {}).get("rlark.io/task-name") in names]
-    return {"job": job, "tasks": tasks, "pods": pods}
+    return {"job": job, "tasks": tasks, "pods": [p for task, p in _pods_by_task(sandbox) if task in names]}
 
 
 def delete_job(sandbox, name, timeout=180):
@@ -76,10 +74,7 @@ def delete_job(sandbox, name, timeout=180):
         api.call("DELETE", "%s/jobs/%s" % (GROUP, quote(name, safe="")), body, ok=(200, 202, 404))
     finally:
         api.close()
-    deadline = time.monotonic() + timeout
-    while get_job(sandbox, name) is not None or job_tasks(sandbox, name):
-        assert time.monotonic() < deadline, "Job %s or its Tasks still exist %d s after the DELETE" % (name, timeout)
-        time.sleep(0.2)  # poll interval of a condition wait, bounded by the deadline
+    wait_until(lambda: get_job(sandbox, name) is None and not job_tasks(sandbox, name), timeout, interval=0.2)
 
 
 def assert_nothing_created(sandbox, name):

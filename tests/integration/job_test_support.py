@@ -15,11 +15,10 @@ import string
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 import yaml
-from helpers import ansible_env
+from helpers import ansible_env, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if os.path.join(ROOT, ".build", "collections") not in sys.path:
@@ -32,7 +31,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.kube import (  # noqa: E
     resource_path,
 )
 
-__all__ = ["ApiError", "client_from_params", "jobs_core", "resource_path"]
+__all__ = ["ApiError", "client_from_params", "jobs_core", "resource_path", "wait_until"]
 
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -164,16 +163,6 @@ def _cleanup(sandbox):
 
 # Test modules bind it by assignment: ``cleanup = job_test_support.cleanup``.
 cleanup = pytest.fixture(_cleanup)
-
-
-def wait_until(predicate, timeout=90, interval=0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not met within %ss" % timeout)
 
 
 def running_job(sandbox, cleanup, grace=None):
