@@ -137,44 +137,14 @@ status:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rlark.ops.plugins.module_utils import field_selectors
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import JOBS, get_job, read_many
+from ansible_collections.rlark.ops.plugins.module_utils.job_info import JOB_INFO_SPEC, job_info
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
-from ansible_collections.rlark.ops.plugins.module_utils.module_runner import api_client, call_counts
-from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
+from ansible_collections.rlark.ops.plugins.module_utils.module_runner import run_module_core
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(
-            name=dict(type="str"),
-            label_selectors=dict(type="list", elements="str", default=[]),
-            field_selectors=dict(type="list", elements="str", default=[]),
-            nodes=dict(type="bool", default=True),
-            timeout=dict(type="int", default=120),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    try:
-        server_fields, local_fields = field_selectors.split(field_selectors.parse(p["field_selectors"]))
-    except field_selectors.SelectorError as exc:
-        module.fail_json(msg=str(exc))
-    with api_client(module, timeout=p["timeout"]) as client:
-        selector = ",".join(p["label_selectors"]) or None
-        if p["name"]:
-            job = get_job(client, p["name"])
-            jobs = [job] if job is not None else []
-            if jobs and (selector or server_fields):
-                # Filter one named Job by the selectors the same way the server would.
-                name_field = "metadata.name=%s" % p["name"]
-                fields = name_field + ("," + server_fields if server_fields else "")
-                jobs = client.list(JOBS, label_selector=selector, field_selector=fields)[0]
-        else:
-            jobs = client.list(JOBS, label_selector=selector, field_selector=server_fields)[0]
-        jobs = [j for j in jobs if field_selectors.matches(j, local_fields)]
-        resources = read_many(client, jobs, with_nodes=p["nodes"]) if jobs else []
-    module.exit_json(changed=False, **redact_result({"resources": resources}), **call_counts(client))
+    module = AnsibleModule(argument_spec=argument_spec(**JOB_INFO_SPEC), supports_check_mode=True)
+    run_module_core(module, job_info, module.params["timeout"])
 
 
 if __name__ == "__main__":

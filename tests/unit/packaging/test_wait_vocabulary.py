@@ -32,7 +32,7 @@ DECLARED = re.compile(
 NOT_WAITS = {
     os.path.join("plugins", "module_utils", "module_options.py"): {"timeout"},
     os.path.join("plugins", "module_utils", "access.py"): {"timeout"},
-    os.path.join("plugins", "modules", "rlark_job_info.py"): {"timeout"},
+    os.path.join("plugins", "module_utils", "job_info.py"): {"timeout"},
     os.path.join("plugins", "module_utils", "kube_auth.py"): {"connect_timeout"},
     os.path.join("plugins", "action", "rlark_verify_decision.py"): {"verify_timeout"},
 }
