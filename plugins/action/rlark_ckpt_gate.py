@@ -10,25 +10,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate_task import gate_task
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import argument_spec
-from ansible_collections.rlark.ops.plugins.plugin_utils.in_worker import runs_in_worker
+from ansible_collections.rlark.ops.plugins.plugin_utils.in_worker import InWorkerAction
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+class ActionModule(InWorkerAction):
+    RULES = dict(mutually_exclusive=[("path", "s3")], required_one_of=[("path", "s3")])
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        if not runs_in_worker(self):
-            result.update(self._execute_module(module_args=self._task.args, task_vars=task_vars))
-            return result
-        params = self.validate_argument_spec(
-            argument_spec=argument_spec(),
-            mutually_exclusive=[("path", "s3")],
-            required_one_of=[("path", "s3")],
-        )[1]
-        result.update(gate_task(params, check_mode=self._play_context.check_mode))
-        return result
+    def argument_spec(self):
+        return argument_spec()
+
+    def run_here(self, params, log):
+        return gate_task(params, check_mode=self._play_context.check_mode)

@@ -104,50 +104,15 @@ diff:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import import_boto3
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
-    local_tree,
-    s3_tree,
-    step_names,
-    tree_diff,
-    tree_summary,
-)
-from ansible_collections.rlark.ops.plugins.module_utils.s3_options import S3_ARG_SPEC
-
-
-def snapshot(module):
-    p = module.params
-    if p["path"]:
-        return local_tree(p["path"], sha256=p["sha256"])
-    try:
-        import_boto3()
-    except ImportError as exc:
-        module.fail_json(msg=missing_required_lib("boto3"), exception=str(exc))
-    return s3_tree(source_from_params(p))
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree_task import TREE_RULES, TREE_SPEC, tree_task
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path"),
-            s3=dict(type="dict", options=S3_ARG_SPEC),
-            sha256=dict(type="bool", default=False),
-            compare_to=dict(type="dict"),
-        ),
-        mutually_exclusive=[("path", "s3")],
-        required_one_of=[("path", "s3")],
-        supports_check_mode=True,
-    )
-    try:
-        tree = snapshot(module)
-    except GateError as exc:
-        module.fail_json(msg=str(exc), changed=False)
-    result = dict(changed=False, exists=tree["exists"], tree=tree, summary=tree_summary(tree), steps=step_names(tree))
-    if module.params["compare_to"] is not None:
-        result["diff"] = tree_diff(module.params["compare_to"], tree)
+    module = AnsibleModule(argument_spec=TREE_SPEC, supports_check_mode=True, **TREE_RULES)
+    result = tree_task(module.params)
+    if result.pop("failed", False):
+        module.fail_json(**result)
     module.exit_json(**result)
 
 

@@ -13,33 +13,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
-from ansible_collections.rlark.ops.plugins.plugin_utils.in_worker import runs_in_worker
+from ansible_collections.rlark.ops.plugins.plugin_utils.in_worker import InWorkerAction
 
 # Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
 preload()
 
-display = Display()
 
+class ControllerRunAction(InWorkerAction):
+    """An API module's action: ``OPTIONS`` are the module's own options, the shared auth options join them."""
 
-class ControllerRunAction(ActionBase):
-    """Subclasses set ``OPTIONS`` (the module's own options), ``RULES`` and ``run_here(params, log)``."""
-
-    TRANSFERS_FILES = False
-    OPTIONS = {}
-    RULES = {}
-
-    def run_here(self, params, log):
-        raise NotImplementedError
-
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        if not runs_in_worker(self):
-            result.update(self._execute_module(module_args=self._task.args, task_vars=task_vars))
-            return result
-        params = self.validate_argument_spec(argument_spec=argument_spec(**self.OPTIONS), **self.RULES)[1]
-        result.update(self.run_here(params, display.vvv))
-        return result
+    def argument_spec(self):
+        return argument_spec(**self.OPTIONS)

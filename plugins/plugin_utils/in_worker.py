@@ -7,11 +7,17 @@ module with its module_utils: most of a short task's time. The core gives the sa
 worker only where the module would run as this process would: on the local connection, without
 ``become`` (the module would act as the become user: its files, its kubeconfig) and without a task
 ``environment`` (it may set K8S_AUTH_* or AWS_* for the module). Anywhere else the module runs.
+:class:`InWorkerAction` is the action plugin that chooses.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
 
 
 def runs_in_worker(action):
@@ -23,4 +29,31 @@ def runs_in_worker(action):
     )
 
 
-__all__ = ["runs_in_worker"]
+class InWorkerAction(ActionBase):
+    """The module's core here where :func:`runs_in_worker` allows, else the module on the target.
+
+    Subclasses set ``OPTIONS`` (the module's argument spec), ``RULES`` (its mutually_exclusive, required_*
+    rules) and ``run_here(params, log)``, which returns the module's result for validated ``params``.
+    """
+
+    TRANSFERS_FILES = False
+    OPTIONS = {}
+    RULES = {}
+
+    def argument_spec(self):
+        return self.OPTIONS
+
+    def run_here(self, params, log):
+        raise NotImplementedError
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        if not runs_in_worker(self):
+            result.update(self._execute_module(module_args=self._task.args, task_vars=task_vars))
+            return result
+        params = self.validate_argument_spec(argument_spec=self.argument_spec(), **self.RULES)[1]
+        result.update(self.run_here(params, display.vvv))
+        return result
+
+
+__all__ = ["InWorkerAction", "runs_in_worker"]

@@ -12,12 +12,10 @@ __metaclass__ = type
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import GATE_OPTIONS
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import boto3_missing
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 
-BOTO3_MISSING = (
-    "Failed to import the required Python library (boto3) on the host that runs rlark.ops.rlark_ckpt_gate. "
-    "Install it there (pip install boto3), or point ansible_python_interpreter at a Python that has it."
-)
+BOTO3_MISSING = boto3_missing("rlark.ops.rlark_ckpt_gate")
 
 
 class TaskFailed(Exception):
