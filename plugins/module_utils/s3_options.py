@@ -1,6 +1,6 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The object-storage target of the checkpoint modules (rlark_ckpt_gate, rlark_ckpt_tree).
+"""The object-storage target of the checkpoint modules (rlark_ckpt_gate, rlark_ckpt_tree), and what they need.
 
 Kept apart from module_options: the checkpoint modules run on nodes and must not import the API
 client's auth and HTTP code (about 15 ms of every gate run) for an option table.
@@ -31,3 +31,11 @@ BACKUP_ARG_SPEC = dict(
     batch_files=dict(type="int", default=16),
     listing=dict(type="dict"),
 )
+
+
+def boto3_missing(module):
+    """The message when ``module`` (an FQCN) cannot import boto3 on its host: which host, and the fix."""
+    return (
+        "Failed to import the required Python library (boto3) on the host that runs %s. "
+        "Install it there (pip install boto3), or point ansible_python_interpreter at a Python that has it." % module
+    )

@@ -12,8 +12,8 @@ __metaclass__ = type
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint import layouts
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import incomplete_message, run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.options import GATE_OPTIONS
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import boto3_missing
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.s3_options import boto3_missing
 
 BOTO3_MISSING = boto3_missing("rlark.ops.rlark_ckpt_gate")
 

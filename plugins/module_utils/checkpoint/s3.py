@@ -55,14 +55,6 @@ PAGE_SIZE = 1000
 ITER_PROBE_KEYS = 8
 
 
-def boto3_missing(module):
-    """The message when ``module`` (an FQCN) cannot import boto3 on its host."""
-    return (
-        "Failed to import the required Python library (boto3) on the host that runs %s. "
-        "Install it there (pip install boto3), or point ansible_python_interpreter at a Python that has it." % module
-    )
-
-
 def import_boto3():
     """(boto3, botocore.config.Config, botocore.exceptions) or raise ImportError."""
     import boto3

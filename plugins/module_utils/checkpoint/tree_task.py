@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
-from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import boto3_missing, import_boto3
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import import_boto3
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.sources import source_from_params
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
     local_tree,
@@ -20,7 +20,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.tree import (
     tree_diff,
     tree_summary,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.s3_options import S3_ARG_SPEC
+from ansible_collections.rlark.ops.plugins.module_utils.s3_options import S3_ARG_SPEC, boto3_missing
 
 TREE_SPEC = dict(
     path=dict(type="path"),
