@@ -235,227 +235,33 @@ status:
   type: dict
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.rlark.ops.plugins.module_utils import jobspec
-from ansible_collections.rlark.ops.plugins.module_utils.findings import WARNING, finding, has_errors
-from ansible_collections.rlark.ops.plugins.module_utils.job_diff import make_diff
-from ansible_collections.rlark.ops.plugins.module_utils.jobs import (
-    Refused,
-    absent_check,
-    delete_job,
-    ensure_present,
-    get_job,
-    list_tasks,
-    phase_check,
-    read_tree,
-    set_stopped,
-    started_check,
-    stopped_check,
+from ansible_collections.rlark.ops.plugins.module_utils.job_write import (
+    JOB_WRITE_RULES,
+    JOB_WRITE_SPEC,
+    DefinitionError,
+    job_write,
+    option_failure,
 )
-from ansible_collections.rlark.ops.plugins.module_utils.kube import KubeError
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import api_client, call_counts
-from ansible_collections.rlark.ops.plugins.module_utils.naming import name_findings
-from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
-from ansible_collections.rlark.ops.plugins.module_utils.resume import copy_job
-from ansible_collections.rlark.ops.plugins.module_utils.wait_options import wait_spec
-from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
-from ansible_collections.rlark.ops.plugins.module_utils.write_checks import check_before_write, replica_change_findings
-
-try:
-    import yaml
-except ImportError:
-    yaml = None
-    YAML_IMPORT_ERROR = traceback.format_exc()
-else:
-    YAML_IMPORT_ERROR = None
-
-
-def load_definition(module):
-    definition = module.params["definition"]
-    if module.params["src"]:
-        if yaml is None:
-            module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
-        try:
-            with open(module.params["src"]) as handle:
-                definition = yaml.safe_load(handle)
-        except (OSError, yaml.YAMLError) as exc:
-            module.fail_json(msg="Cannot read the Job from %s: %s." % (module.params["src"], exc))
-    elif isinstance(definition, str):
-        if yaml is None:
-            module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
-        definition = yaml.safe_load(definition)
-    if not isinstance(definition, dict):
-        module.fail_json(msg="The Job definition must be a single YAML/JSON object.")
-    found = []
-    if definition.get("apiVersion") != jobspec.API_VERSION or definition.get("kind") != jobspec.KIND:
-        found.append(
-            finding(
-                "job-kind",
-                "The definition is %s/%s, not %s/%s."
-                % (definition.get("apiVersion"), definition.get("kind"), jobspec.API_VERSION, jobspec.KIND),
-                path="kind",
-            )
-        )
-    meta = definition.setdefault("metadata", {})
-    name = module.params["name"]
-    if name and meta.get("name") and meta["name"] != name:
-        found.append(finding("job-name-mismatch", "name %r differs from metadata.name %r." % (name, meta["name"])))
-    meta.setdefault("name", name)
-    found.extend(name_findings(meta.get("name"), [t.get("name") for t in jobspec.tasks(definition)]))
-    if has_errors(found):
-        raise Refused("The Job definition is not usable.", found)
-    return definition
-
-
-def wait_for(module, client, state, name, job):
-    if not module.params["wait"] or module.check_mode:
-        return None, []
-    if state == "stopped" or (state == "present" and (job.get("spec") or {}).get("stopped")):
-        check, what = stopped_check(client, name), "Job %s to stop (replicas 0, no Pod CR left)" % name
-    elif state in ("started", "present"):
-        check, what = started_check(client, name), "every Task of Job %s to be Running" % name
-    else:
-        check, what = absent_check(client, name), "Job %s and its Tasks to be deleted" % name
-    waiter = Waiter(module.params["wait_timeout"], interval=module.params["wait_sleep"], progress=module.log)
-    try:
-        return waiter.wait(check, what), waiter.log
-    except WaitTimeout as exc:
-        raise Refused(str(exc), [finding("wait-timeout", str(exc), path="wait_timeout")]) from None
-
-
-def wait_phase(module, client, name):
-    """Wait until the Job's phase is ``wait_for``; returns (tree, wait_log)."""
-    phase = module.params["wait_for"]
-    waiter = Waiter(module.params["wait_timeout"], interval=module.params["wait_sleep"], progress=module.log)
-    try:
-        state = waiter.wait(phase_check(client, name, phase), "Job %s to be %s" % (name, phase))
-    except WaitTimeout as exc:
-        raise Refused(str(exc), [finding("wait-timeout", str(exc), path="wait_timeout")]) from None
-    return read_tree(client, name, job=state["job"]), waiter.log
-
-
-def run(module, client):
-    p = module.params
-    state = p["state"]
-    findings = []
-    if p["copy_from"]:
-        source = get_job(client, p["copy_from"])
-        if source is None:
-            raise Refused(
-                "Cannot copy.",
-                [finding("job-not-found", "Source Job %r does not exist." % p["copy_from"], path="copy_from")],
-            )
-        desired, found = copy_job(
-            source,
-            p["name"],
-            stopped=p["copy_stopped"],
-            resume_dir=p["resume_dir"],
-            head_node_selector=p["node_selector"],
-        )
-        if has_errors(found):
-            raise Refused("Refusing to copy Job %r." % p["copy_from"], found)
-        findings.extend(found)
-        check = check_before_write(client, desired)
-        outcome = ensure_present(client, desired, update=False, check_mode=module.check_mode, before_write=check)
-        name = p["name"]
-    elif state == "present":
-        desired = load_definition(module)
-        name = desired["metadata"]["name"]
-        check = check_before_write(client, desired)
-        outcome = ensure_present(client, desired, update=p["update"], check_mode=module.check_mode, before_write=check)
-        if outcome["action"] == "updated":
-            findings.extend(replica_change_findings(outcome["before"], desired))
-    elif state in ("stopped", "started"):
-        name = p["name"]
-        outcome = set_stopped(client, name, state == "stopped", check_mode=module.check_mode)
-    else:
-        name = p["name"]
-        outcome = delete_job(client, name, allow_pvc_deletion=p["allow_pvc_deletion"], check_mode=module.check_mode)
-    findings.extend(outcome.get("findings") or [])
-    job = outcome["job"]
-    try:
-        tree, wait_log = (
-            wait_for(module, client, state, name, job or {}) if outcome["changed"] or state != "absent" else (None, [])
-        )
-        if p["wait_for"] and not module.check_mode:
-            tree, phase_log = wait_phase(module, client, name)
-            wait_log = wait_log + phase_log
-    except (Refused, KubeError) as exc:
-        # The write is done even when the wait after it fails: the failed task still reports it.
-        exc.changed = outcome["changed"]
-        raise
-    if state == "absent":
-        after = None
-        if tree is None:
-            # Deleted without wait: the Tasks are still terminating; show them.
-            remaining = outcome["changed"] and not module.check_mode
-            tree = {"job": None, "tasks": list_tasks(client, name) if remaining else [], "pods": []}
-    elif tree is None:
-        if module.check_mode and outcome["action"] == "created":
-            tree = {"job": job, "tasks": [], "pods": []}
-        else:
-            # A stop/start without wait skips the Pod CRs: they are still going away or coming up.
-            with_pods = state not in ("stopped", "started") or outcome["action"] == "unchanged"
-            tree = read_tree(client, name, with_pods=with_pods, job=job)
-        after = tree["job"]
-    else:
-        after = tree["job"] or job
-    return dict(
-        changed=outcome["changed"],
-        action=outcome["action"],
-        job=after or {},
-        tasks=tree["tasks"],
-        pods=tree["pods"],
-        diff=make_diff(outcome["before"], after),
-        findings=findings,
-        wait_log=wait_log,
-    )
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(
-            state=dict(type="str", default="present", choices=["present", "stopped", "started", "absent"]),
-            name=dict(type="str"),
-            definition=dict(type="raw", aliases=["resource_definition"]),
-            src=dict(type="path"),
-            update=dict(type="bool", default=False),
-            copy_from=dict(type="str"),
-            copy_stopped=dict(type="bool", default=False),
-            node_selector=dict(type="dict"),
-            resume_dir=dict(type="str"),
-            allow_pvc_deletion=dict(type="bool", default=False),
-            wait=dict(type="bool", default=False),
-            wait_for=dict(type="str", choices=["Pending", "Running", "Stopped", "Succeeded", "Failed"]),
-            **wait_spec(300, 2, timeout_type="int", sleep_type="int"),
-        ),
-        mutually_exclusive=[("definition", "src", "copy_from")],
-        required_if=[
-            ("state", "stopped", ("name",)),
-            ("state", "started", ("name",)),
-            ("state", "absent", ("name",)),
-            ("state", "present", ("definition", "src", "copy_from"), True),
-        ],
-        required_by={"copy_from": "name", "resume_dir": "copy_from", "node_selector": "resume_dir"},
-        supports_check_mode=True,
-    )
-    if module.params["copy_from"] and module.params["state"] != "present":
-        module.fail_json(msg="copy_from needs state=present.")
-    phase, state = module.params["wait_for"], module.params["state"]
-    if phase and (state == "absent" or ((state == "stopped") != (phase == "Stopped") and state != "present")):
-        module.fail_json(
-            msg="wait_for=%s cannot be reached with state=%s: wait for Stopped after state=stopped, for another phase "
-            "after state=started or present, and for none after state=absent." % (phase, state)
-        )
-    with api_client(module, timeout=module.params["wait_timeout"]) as client:
-        result = run(module, client)
-    for item in result["findings"]:
-        if item["severity"] == WARNING:
-            module.warn("%s: %s" % (item["id"], item["message"]))
-    module.exit_json(**redact_result(result), **call_counts(client))
+    module = AnsibleModule(argument_spec=argument_spec(**JOB_WRITE_SPEC), supports_check_mode=True, **JOB_WRITE_RULES)
+    failure = option_failure(module.params)
+    if failure:
+        module.fail_json(msg=failure["msg"])
+    try:
+        with api_client(module, timeout=module.params["wait_timeout"]) as client:
+            result = job_write(client, module.params, check_mode=module.check_mode, log=module.log)
+    except DefinitionError as exc:
+        if exc.library:
+            exc.result["msg"] = missing_required_lib(exc.library)
+        module.fail_json(**exc.result)
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    module.exit_json(**result, **call_counts(client))
 
 
 if __name__ == "__main__":

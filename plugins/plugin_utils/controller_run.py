@@ -1,12 +1,12 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugins that run a read-only API module's core in the controller on a local connection.
+"""Action plugins that run an API module's core in the controller on a local connection.
 
-A read-only API task on a local connection runs in the controller's worker process (no AnsiballZ
-packaging, no second Python start-up, no re-import of ansible): that overhead is most of a module
-task's time. On any other connection, or with a task ``environment`` (it may set ``K8S_AUTH_*`` for
-the module), the module runs on the target as usual, so the documented behaviour never depends on
-where the task is delegated (``in_worker.py``).
+An API task on a local connection runs in the controller's worker process (no AnsiballZ packaging,
+no second Python start-up, no re-import of ansible): that overhead is most of a module task's time.
+On any other connection, with ``become``, a task ``environment`` (it may set ``K8S_AUTH_*`` for the
+module) or ``async``, the module runs on the target as usual, so the documented behaviour never
+depends on where the task is delegated (``in_worker.py``).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -6,7 +6,8 @@ A module run costs a Python start-up, ansible's module imports and (on the contr
 module with its module_utils: most of a short task's time. The core gives the same result in the
 worker only where the module would run as this process would: on the local connection, without
 ``become`` (the module would act as the become user: its files, its kubeconfig) and without a task
-``environment`` (it may set K8S_AUTH_* or AWS_* for the module). Anywhere else the module runs.
+``environment`` (it may set K8S_AUTH_* or AWS_* for the module). Anywhere else the module runs, and so
+does an ``async`` task: it goes on in the background, which only a module run does.
 :class:`InWorkerAction` is the action plugin that chooses.
 """
 
@@ -14,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.module_utils.common.parameters import remove_values
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -26,6 +28,7 @@ def runs_in_worker(action):
         action._connection.transport == "local"
         and not action._play_context.become
         and not any(action._task.environment or [])  # ``[{}]`` when the task sets none
+        and not action._task.async_val
     )
 
 
@@ -33,10 +36,13 @@ class InWorkerAction(ActionBase):
     """The module's core here where :func:`runs_in_worker` allows, else the module on the target.
 
     Subclasses set ``OPTIONS`` (the module's argument spec), ``RULES`` (its mutually_exclusive, required_*
-    rules) and ``run_here(params, log)``, which returns the module's result for validated ``params``.
+    rules) and ``run_here(params, log)``, which returns the module's result for validated ``params``. That
+    result is masked as the module's ``exit_json`` masks it: no value of a ``no_log`` option shows in it.
     """
 
     TRANSFERS_FILES = False
+    # An async task runs the module in the background (runs_in_worker), as a plain module task does.
+    _supports_async = True
     OPTIONS = {}
     RULES = {}
 
@@ -49,10 +55,13 @@ class InWorkerAction(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         if not runs_in_worker(self):
-            result.update(self._execute_module(module_args=self._task.args, task_vars=task_vars))
+            wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
+            result.update(self._execute_module(module_args=self._task.args, task_vars=task_vars, wrap_async=wrap_async))
             return result
-        params = self.validate_argument_spec(argument_spec=self.argument_spec(), **self.RULES)[1]
-        result.update(self.run_here(params, display.vvv))
+        checked, params = self.validate_argument_spec(argument_spec=self.argument_spec(), **self.RULES)
+        here = self.run_here(params, display.vvv)
+        secrets = checked._no_log_values
+        result.update(remove_values(here, secrets) if secrets else here)
         return result
 
 

@@ -38,10 +38,11 @@ def use_api(monkeypatch, api):
     monkeypatch.setattr(module_runner, "client_from_params", lambda params, timeout=120, log=None: make_client(api))
 
 
-def action(module, args, transport="local"):
-    task = mock.MagicMock(args=args, async_val=0, check_mode=False, diff=False, environment=[{}])
-    connection = SimpleNamespace(transport=transport, _shell=mock.MagicMock())
-    act = module.ActionModule(task, connection, mock.MagicMock(check_mode=False, become=False), None, None, None)
+def action(module, args, transport="local", check_mode=False, async_val=0, become=False):
+    task = mock.MagicMock(args=args, async_val=async_val, check_mode=check_mode, diff=False, environment=[{}])
+    connection = SimpleNamespace(transport=transport, _shell=mock.MagicMock(), has_native_async=False)
+    play_context = mock.MagicMock(check_mode=check_mode, become=become)
+    act = module.ActionModule(task, connection, play_context, None, None, None)
     act._execute_module = mock.MagicMock(side_effect=AssertionError("ran the module"))
     return act
 

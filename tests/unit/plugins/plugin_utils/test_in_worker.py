@@ -1,7 +1,7 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where an action plugin runs its module's core: in the worker only where the module would act as the
-worker does (local connection, no become, no task environment); and the gate's action preloads nothing."""
+worker does (local connection, no become, no task environment, not async); and the gate's action preloads nothing."""
 
 import json
 import os
@@ -14,11 +14,11 @@ from ansible_collections.rlark.ops.plugins.plugin_utils.in_worker import runs_in
 from test_controller_preload import ROOT, SCRIPT
 
 
-def action(transport="local", become=False, environment=None):
+def action(transport="local", become=False, environment=None, async_val=0):
     return SimpleNamespace(
         _connection=SimpleNamespace(transport=transport),
         _play_context=SimpleNamespace(become=become),
-        _task=SimpleNamespace(environment=[{}] if environment is None else environment),
+        _task=SimpleNamespace(environment=[{}] if environment is None else environment, async_val=async_val),
     )
 
 
@@ -31,6 +31,7 @@ def action(transport="local", become=False, environment=None):
         ({"become": True}, False),
         ({"environment": [{"AWS_PROFILE": "backup"}]}, False),
         ({"environment": [{}, {"K8S_AUTH_KUBECONFIG": "/k"}]}, False),
+        ({"async_val": 600}, False),
     ],
 )
 def test_runs_in_worker_only_where_the_module_would_act_as_the_worker(kw, here):
