@@ -169,7 +169,7 @@ def install_collection_tarball(base):
     return collections
 
 
-def wait_until(predicate, timeout=90, interval=0.5):
+def wait_until(predicate, timeout=90, interval=0.5, what="condition"):
     """The first truthy value of ``predicate()``, polled every ``interval`` s until ``timeout`` s have passed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -177,4 +177,4 @@ def wait_until(predicate, timeout=90, interval=0.5):
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError("condition not met within %ss" % timeout)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))

@@ -12,7 +12,7 @@ import time
 import pytest
 import sim_support
 from ckpt_gate_support import LocalSource, S3Source, run_gate
-from helpers import run_ansible_module
+from helpers import run_ansible_module, wait_until
 from kubernetes import client, config
 
 pytestmark = pytest.mark.sandbox
@@ -68,13 +68,7 @@ def make_job(api):
 
 
 def wait_for(predicate, timeout=40, interval=0.05, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+    return wait_until(predicate, timeout, interval, what)
 
 
 def newest_write(tree):
