@@ -62,15 +62,32 @@ def tables(text):
     return out
 
 
-def migrate_and_stop(w, sandbox, steps, pick=-1):
-    """Migrate, wait, guarded stop; the step to resume from (``pick`` of the checkpoints) and the new Job's name."""
+def migrate_and_stop(w, sandbox, steps, pick=None):
+    """Migrate, wait, guarded stop; with ``pick`` (an index into the checkpoints), the step to resume from and
+    the name of the Job that resume will create."""
     assert w.play("migrate.yml").rc == 0
     steps()
     stopped = w.play("guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra={"rlark_jobs": [w.name]})
     assert stopped.rc == 0, stopped
+    if pick is None:
+        return None
     step = w.steps()[pick]
     w.created.append("%s-r%d" % (w.name, step))
     return step, w.created[-1]
+
+
+def resumed_job(jobs_api, w):
+    """The Job a resume without rlark_resume_step created, found with the kubernetes client: (step, name).
+
+    The resume takes the newest complete checkpoint; the directory listing may also hold a save the stop cut
+    short, so the step is read from the one new Job's name, not from the listing.
+    """
+    prefix = w.name + "-r"
+    jobs = jobs_api.list_cluster_custom_object(GROUP, VERSION, "jobs")["items"]
+    names = [j["metadata"]["name"] for j in jobs if j["metadata"]["name"].startswith(prefix)]
+    w.created.extend(n for n in names if n not in w.created)
+    assert len(names) == 1, names
+    return int(names[0][len(prefix) :]), names[0]
 
 
 def new_root(sandbox, new):
@@ -120,11 +137,13 @@ def test_a_correct_resume_is_continuity_exact(sandbox, tmp_path, jobs_api):
 def test_a_restart_from_scratch_is_stopped_before_its_first_save(sandbox, tmp_path, jobs_api):
     w = Workload(sandbox, tmp_path, mutate=with_env(SIM_TRAINER_FAULT="ignore-resume-dir"))
     try:
-        step, new = migrate_and_stop(w, sandbox, lambda: w.wait_steps(2))
+        migrate_and_stop(w, sandbox, lambda: w.wait_steps(2))
         before_job = job_fingerprint(jobs_api, w.name)
         before_tree = local_tree_hashes(w.checkpoints)
         run = w.play("resume.yml", extra={"rlark_resume_source": w.name})
         assert run.rc != 0, run
+        step, new = resumed_job(jobs_api, w)
+        assert step in w.steps(), (step, w.steps())
         out = all_output(run)
         assert "resume-restarted-from-scratch" in out and "was not touched" in out
         sentinel = w.records_of("resume-sentinel", job=new)[-1]
@@ -172,14 +191,15 @@ def test_a_stop_exactly_at_the_checkpoint_is_unverifiable_not_a_pass(sandbox, tm
     # The old run hangs after logging step 6 (its second save): its log ends exactly at the checkpoint.
     w = Workload(sandbox, tmp_path, mutate=with_env(SIM_STALL_AFTER_STEP=6))
     try:
-        step, new = migrate_and_stop(
+        migrate_and_stop(
             w, sandbox, lambda: wait_for("step 6 logged", lambda: "Global Step: 6/" in log_of(sandbox, w.name), 120)
         )
-        assert step == 6
         lost = w.records_of("stop")[-1]["data"]["lost_work"]
         assert lost["steps_after_checkpoint"] == 0 and lost["continuity_window"] is None, lost
         run = w.play("resume.yml", extra={"rlark_resume_source": w.name})
         assert run.rc == 0, run
+        assert resumed_job(jobs_api, w) == (6, "%s-r6" % w.name)
+        new = "%s-r6" % w.name
         verify = w.records_of("verify", job=new)[-1]["data"]
         assert verify["resume"]["continuity"]["verdict"] == "continuity-unverifiable"
         assert [(f["id"], f["severity"]) for f in verify["findings"] if f["id"].startswith("continuity")] == [
