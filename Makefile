@@ -20,7 +20,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 .PHONY: help venv collection sanity-bootstrap sandbox-build sandbox-up sandbox-down sandbox-status \
         checks lint ruff ansible-lint galaxy-import docs docs-check java sanity unit requirements-check integration it-playbooks it-api it-upstream integration-upstream \
         test test-under-load molecule demo demo-stop sandbox-free bench bench-quick ee torch-dcp-fixtures clean \
-        mutation mutation-quick mutation-report
+        mutation mutation-quick mutation-report coverage
 
 help:
 	@echo "make demo            migrate, guarded stop and resume on the local sandbox"
@@ -31,6 +31,7 @@ help:
 	@echo "make molecule        molecule scenarios (idempotence) against the sandbox"
 	@echo "make bench           performance figures (bench/), gathered in bench/results/figures.md"
 	@echo "make test-under-load make test with two CPU-burning processes beside it"
+	@echo "make coverage        line and branch coverage of plugins/ over the unit and integration suites"
 	@echo "make demo-stop       delete the Jobs demo/molecule/bench runs left (frees the sandbox's GPUs)"
 	@echo "make docs            the collection's HTML docsite (antsibull-docs) in .build/docsite/build/html"
 	@echo "make ee              collection tarball + execution-environment build context (ansible-builder)"
@@ -115,9 +116,14 @@ sanity: venv sanity-bootstrap
 # and a JUnit report from which .ci/run counts skips against .ci/allowed-skips.txt (the skip budget).
 define run_pytest
 	@mkdir -p $(PYTEST_EXIT_DIR)
-	@set +e; $(3) $(PY) -m pytest $(2) -rsx --junitxml=$(PYTEST_EXIT_DIR)/$(1).xml; rc=$$?; \
+	@set +e; $(3) $(COVERAGE_ENV) $(PY) -m pytest $(2) -rsx --junitxml=$(PYTEST_EXIT_DIR)/$(1).xml; rc=$$?; \
 	  echo $$rc > $(PYTEST_EXIT_DIR)/$(1); exit $$rc
 endef
+
+# COVERAGE=1 (make coverage): every pytest run and each Python process it starts records coverage of plugins/.
+COVERAGE_DIR := $(BUILD)/coverage
+COVERAGE_ENV := $(if $(COVERAGE),COVERAGE_PROCESS_START=$(CURDIR)/pyproject.toml COVERAGE_FILE=$(CURDIR)/$(COVERAGE_DIR)/data \
+  RLARK_COVERAGE_ROOT=$(CURDIR))
 
 unit: venv collection
 	@echo ">> unit tests"
@@ -181,6 +187,13 @@ it-upstream:
 integration-upstream: venv collection sandbox-build
 	@echo ">> integration tests (upstream RLark CRDs, whole suite)"
 	$(call run_pytest,integration-upstream,$(IT) -q $(IT_MARKS) --sandbox-crds=upstream)
+
+# Line and branch coverage of plugins/ over the unit and integration suites (the same runs as make test's, measured):
+# the table and .build/coverage/summary.json (hack/coverage_summary.py). Slower than make test: every process traces.
+coverage: venv collection sandbox-build java
+	@rm -rf $(COVERAGE_DIR) && mkdir -p $(COVERAGE_DIR)
+	@$(MAKE) --no-print-directory -j2 COVERAGE=1 unit integration; rc=$$?; \
+	  $(PY) hack/coverage_summary.py $(COVERAGE_DIR) || rc=1; exit $$rc
 
 # The checks (lint, sanity, unit tests, quick benches: CPU work, one after another) run beside the integration
 # groups (which mostly wait on their sandboxes): a warm `make test` takes about as long as the integration part.
