@@ -17,8 +17,8 @@ import coverage
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def percent(covered, total):
-    return round(100.0 * covered / total, 2) if total else 100.0
+def figure(covered, total):
+    return {"covered": covered, "total": total, "percent": round(100.0 * covered / total, 2) if total else 100.0}
 
 
 def summarize(report):
@@ -32,16 +32,8 @@ def summarize(report):
         for path, data in sorted(report["files"].items())
     }
     return {
-        "lines": {
-            "covered": totals["covered_lines"],
-            "total": totals["num_statements"],
-            "percent": percent(totals["covered_lines"], totals["num_statements"]),
-        },
-        "branches": {
-            "covered": totals["covered_branches"],
-            "total": totals["num_branches"],
-            "percent": percent(totals["covered_branches"], totals["num_branches"]),
-        },
+        "lines": figure(totals["covered_lines"], totals["num_statements"]),
+        "branches": figure(totals["covered_branches"], totals["num_branches"]),
         "files": files,
     }
 
@@ -73,7 +65,6 @@ def main(argv):
     cov = coverage.Coverage(config_file=os.path.join(ROOT, "pyproject.toml"), data_file=data_file)
     cov.combine(data_paths=[out])
     cov.save()
-    cov.load()
     cov.json_report(outfile=os.path.join(out, "coverage.json"))
     with open(os.path.join(out, "coverage.json")) as fh:
         summary = summarize(json.load(fh))
