@@ -19,7 +19,11 @@ from ansible_collections.rlark.ops.plugins.module_utils.redact import redact
 
 
 def preflight(manifest, profile, job_name=None):
-    """``{ok, job, rendered, findings, summary, job_name, manifest_version, profile_version}``."""
+    """``{ok, job, rendered, findings, summary, job_name, manifest_version, profile_version, manifest, profile}``.
+
+    ``manifest`` and ``profile`` are the validated records, only when ``ok`` (with errors they may hold the very
+    secrets review refused): the roles after the preflight use them instead of loading the files again.
+    """
     found, rendered, records = [], None, {}
     try:
         for data, kind in ((manifest, manifest_io.MANIFEST), (profile, manifest_io.PROFILE)):
@@ -46,6 +50,8 @@ def preflight(manifest, profile, job_name=None):
         "job_name": render.job_name_of(m, job_name) or None,
         "manifest_version": m.get("version"),
         "profile_version": p.get("version"),
+        "manifest": m if ok else None,
+        "profile": p if ok else None,
     }
 
 

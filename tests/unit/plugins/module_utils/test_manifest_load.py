@@ -67,6 +67,16 @@ def test_preflight_of_unreadable_inputs_is_findings_not_exceptions(tmp_path):
     assert "Traceback" not in result["summary"]
 
 
+def test_preflight_hands_on_the_validated_records_only_when_ok():
+    manifest, profile = example("sandbox")
+    result = preflight(manifest, profile)
+    assert result["ok"] is True
+    assert result["manifest"] == manifest_io.load_and_validate(manifest, "manifest")["data"] == manifest
+    assert result["profile"] == manifest_io.load_and_validate(profile, "profile")["data"] == profile
+    refused = preflight(profile, manifest)
+    assert refused["ok"] is False and refused["manifest"] is None and refused["profile"] is None
+
+
 def test_wrong_kind_is_rejected():
     manifest, profile = example("sandbox")
     result = preflight(profile, manifest)
