@@ -59,7 +59,13 @@ def load_manifest(data, kind="manifest"):
     if not result["ok"]:
         lines = ["%s: %s" % (e["path"] or "(document)", e["message"]) for e in result["errors"]]
         raise AnsibleFilterError(
-            "invalid %s:\n%s" % (manifest_io.TITLES[kind], redact_core.redact_text("\n".join(lines)))
+            "invalid %s (%s):\n%s\nFix the record %s gives and run again."
+            % (
+                manifest_io.TITLES[kind],
+                manifest_io.VARIABLES[kind],
+                redact_core.redact_text("\n".join(lines)),
+                manifest_io.VARIABLES[kind],
+            )
         )
     # Clean records are unchanged by redaction (review flags anything it would mask as an error).
     return redact_core.redact(result["data"])

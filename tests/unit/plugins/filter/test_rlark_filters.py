@@ -37,6 +37,20 @@ def test_render_job_refuses_invalid_records_with_the_path():
     assert "manifest.roles[0].image.digest" in str(info.value)
 
 
+def test_load_manifest_refusal_names_the_variable_and_the_field(tmp_path):
+    bad = tmp_path / "bad.yml"
+    with open(os.path.join(EXAMPLE, "launch_manifest.yml")) as fh:
+        bad.write_text(fh.read().replace("  config_name:", "  confg_name:", 1))
+    with pytest.raises(AnsibleFilterError) as info:
+        filters.load_manifest(str(bad))
+    message = str(info.value)
+    assert message.startswith("invalid launch manifest (rlark_launch_manifest):")
+    assert "hydra.confg_name: unknown field" in message and "did you mean 'config_name'?" in message
+    with pytest.raises(AnsibleFilterError) as info:
+        filters.load_manifest({"kind": "DeploymentProfile"}, "profile")
+    assert str(info.value).startswith("invalid deployment profile (rlark_deployment_profile):")
+
+
 def test_findings_table_and_validate():
     table = reporting.findings_table(
         [{"id": "head-count", "severity": "error", "path": "spec.tasks", "message": "m", "hint": "h"}], "preflight"
