@@ -14,6 +14,7 @@ from ansible_collections.rlark.ops.plugins.module_utils import resume_decision a
 from ansible_collections.rlark.ops.plugins.module_utils.manifest import InputError
 from ansible_collections.rlark.ops.plugins.plugin_utils.controller_preload import preload
 from ansible_collections.rlark.ops.plugins.plugin_utils.decision_action import DecisionAction
+from ansible_collections.rlark.ops.plugins.plugin_utils.inventory_hosts import node_host
 
 # Loaded in the controller process before a task's workers fork: they inherit the filters (controller_preload).
 preload()
@@ -56,7 +57,7 @@ def decide(p, check_mode):
         return owner.plan(source, p["resource"], p["earlier"], p["step"], p["new_name"], where, records)
     if phase == "backup":
         manifest, known = p["reference_manifest"], p["backup_host_known"]
-        return owner.backup(p["location"], p["node"], manifest, source, p["backup"], known)
+        return owner.backup(p["location"], p["node"], manifest, source, p["backup"], known, p.get("node_host"))
     if phase == "checkpoint":
         return owner.checkpoint(p["gate"], p["step"], source, p["location"].get("container_root"), p["new_name"])
     if phase == "copy":
@@ -75,6 +76,10 @@ class ActionModule(DecisionAction):
     ERRORS = (OSError, InputError)
 
     def decide(self, options, check_mode):
+        if options["phase"] == "backup" and options["node"]:
+            # The inventory host of the node to resume on (plugin_utils/inventory_hosts, as the node_host filter).
+            variables = self.task_vars
+            options["node_host"] = node_host(options["node"], variables.get("hostvars"), variables.get("groups"))
         return decide(options, check_mode)
 
     def describe(self, options, exc):

@@ -10,16 +10,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.rlark.ops.plugins.module_utils import deployment_profile, placement
+from ansible_collections.rlark.ops.plugins.module_utils import deployment_profile
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
-from ansible_collections.rlark.ops.plugins.plugin_utils.inventory_hosts import inventory_hosts
+from ansible_collections.rlark.ops.plugins.plugin_utils import inventory_hosts
 
 
 def node_host(node, hostvars, groups, hosts=None):
     """``hosts``: the only hosts that may be the Node's (every host when None; group rlark_nodes is always read)."""
-    groups = plain(dict(groups or {}))
-    names = None if hosts is None else sorted(set(plain(hosts)) | set(groups.get("rlark_nodes") or []))
-    return placement.host_for_node(plain(node), inventory_hosts(hostvars, names), groups)
+    return inventory_hosts.node_host(node, hostvars, groups, hosts)
 
 
 def expected_nodes(profile):

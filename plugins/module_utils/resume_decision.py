@@ -115,15 +115,25 @@ def plan(source_name, resource, earlier_jobs, step, new_name, where, records=Non
     return decided
 
 
-def backup(original_location, node, reference_manifest, source_name, backup_source, host_known=False):
-    """``{refusal}``: why a resume from the backup cannot start, nothing created ('' when it can).
+def backup(original_location, node, reference_manifest, source_name, backup_source, host_known=False, node_host=None):
+    """``{refusal, host}``: why a resume from the backup cannot start, nothing created ('' when it can), and the
+    inventory host of ``node`` where the step is staged.
 
     ``backup_source`` is the role's ``resume_backup`` ({path, s3, host, mount}); ``host_known`` whether its ``host``
-    is an inventory host (backup_restore.resume_problem judges)."""
+    is an inventory host (backup_restore.resume_problem judges); ``node_host`` the inventory host of ``node`` (None
+    when it has none)."""
     backup_source = backup_source or {}
     on_host = bool(backup_source.get("host")) and bool(host_known)
     problem = resume_problem(original_location or {}, node, reference_manifest, source_name, backup_source, on_host)
-    return {"refusal": "Resume from the backup refused, nothing was created: %s" % problem if problem else ""}
+    if not problem and not node_host:
+        problem = (
+            "node %s (rlark_resume_node) has no inventory host; set rlark_node_name on a host, or add it to group "
+            "rlark_nodes" % node
+        )
+    return {
+        "refusal": "Resume from the backup refused, nothing was created: %s" % problem if problem else "",
+        "host": None if problem else node_host,
+    }
 
 
 def resume_override_findings(view, resume_dir, name):

@@ -19,7 +19,8 @@ description:
     O(newest_complete=true) and a positive O(wait_timeout); the timeout is rounded down to whole O(wait_sleep)s.
   - The wait options are the collection's one wait vocabulary (C(after_step), C(wait_timeout), C(wait_sleep)).
   - Options left empty are dropped so the module's defaults apply. Fails, with one sentence, for a location that
-    is neither a hostPath nor object storage, and for a backup of a checkpoint in object storage.
+    is neither a hostPath nor object storage, for a backup of a checkpoint in object storage, and (with
+    O(find_node_host=true)) for a hostPath whose Node has no inventory host.
   - Runs on the controller; reads and writes nothing, and never reports C(changed).
 extends_documentation_fragment:
   - rlark.ops.controller_action
@@ -29,9 +30,25 @@ options:
     type: dict
     required: true
   node_root:
-    description: The node host's C(rlark_node_root) (where the node's filesystem is mounted on that host).
+    description:
+      - The node host's C(rlark_node_root) (where the node's filesystem is mounted on that host).
+      - Ignored with O(find_node_host=true) for a hostPath checkpoint, which takes the found host's.
     type: raw
     default: ""
+  find_node_host:
+    description:
+      - For a hostPath checkpoint, find the inventory host of its Node (the host whose C(rlark_node_name) names it,
+        or the host of group C(rlark_nodes) named like the Node or its address, as the C(rlark.ops.node_host)
+        filter finds it), put that host's C(rlark_node_root) before the host path and return the host as RV(host).
+      - Fails, naming the Node, when no inventory host is the Node's.
+    type: bool
+    default: false
+  node_hosts:
+    description:
+      - With O(find_node_host=true), the only inventory hosts that may be the Node's (the hosts of group
+        C(rlark_nodes) are always read); unset, every inventory host.
+    type: list
+    elements: str
   step:
     description: C(latest) or a step number.
     type: raw
@@ -93,6 +110,12 @@ EXAMPLES = r"""
       runner: embodied
   register: wait
 
+- name: The same for a hostPath, on whichever inventory host is the checkpoint's Node
+  rlark.ops.rlark_ckpt_wait_options:
+    location: "{{ planned }}"
+    find_node_host: true
+  register: on_node
+
 - name: Gate it on the node
   rlark.ops.rlark_ckpt_wait:
     path: "{{ wait.decision.path }}"
@@ -113,4 +136,11 @@ refusal:
   description: Empty; bad input fails the task.
   returned: success
   type: str
+host:
+  description:
+    - The inventory host of the checkpoint's Node (where M(rlark.ops.rlark_ckpt_wait) runs), found with
+      O(find_node_host=true) for a hostPath; null otherwise.
+  returned: success
+  type: str
+  sample: a100-01
 """

@@ -19,7 +19,8 @@ description:
     the original keeps for the step (the reference of integrity verify and of a resume from the backup).
   - V(backup) refuses a resume from the backup (C(rlark_resume_from_backup)) that lacks what it needs, a hostPath
     checkpoint, another node to run on (O(node)), the step's integrity manifest (O(reference_manifest)) or a backup
-    the new node can read (a directory on a backup host, O(backup_host_known), only where the node mounts it).
+    the new node can read (a directory on a backup host, O(backup_host_known), only where the node mounts it), or a
+    node without an inventory host.
   - V(checkpoint) refuses a partial or missing gated checkpoint (the C(integrity-*) findings in a table), and names
     the directory the new Job resumes from and the new Job (O(new_name), else C(<source>-r<step>)).
   - V(copy) reviews the dry-run copy O(preview) like a new submission (apart from the intended C(runner.resume_dir)
@@ -119,7 +120,9 @@ options:
     type: dict
     default: {}
   node:
-    description: The node to resume on (C(rlark_resume_node); V(backup)).
+    description:
+      - The node to resume on (C(rlark_resume_node); V(backup)); its inventory host (the host whose C(rlark_node_name)
+        names it, or the host of group C(rlark_nodes) named like it) is found, and a node without one refused.
     type: str
     default: ""
   reference_manifest:
@@ -160,8 +163,8 @@ RETURN = r"""
 decision:
   description:
     - The decision of O(phase). V(plan) C({refusal, step, already, outcome, location, reference_manifest});
-      V(backup) C({refusal}); V(checkpoint) C({refusal, gate, step, resume_dir, name});
-      V(copy) C({refusal, findings, new_location});
+      V(backup) C({refusal, host}) (C(host) the inventory host of O(node)); V(checkpoint) C({refusal, gate, step,
+      resume_dir, name}); V(copy) C({refusal, findings, new_location});
       V(tree) C({refusal, findings}); V(outcome) the resume's report.
   returned: success
   type: dict

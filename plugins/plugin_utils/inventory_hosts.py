@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.rlark.ops.plugins.module_utils import placement
 from ansible_collections.rlark.ops.plugins.module_utils.query import plain
 
 HOST_KEYS = ("rlark_node_name", "rlark_node_cluster", "rlark_node_root", "ansible_host")
@@ -26,3 +27,13 @@ def inventory_hosts(hostvars, names=None):
         hv = hostvars[host]
         out[str(host)] = {k: plain(hv.get(k)) for k in HOST_KEYS if hv.get(k) is not None}
     return out
+
+
+def node_host(node, hostvars, groups, hosts=None):
+    """The inventory host of one RLark Node (module_utils.placement decides), or None.
+
+    ``hosts``: the only hosts that may be the Node's (every host when None; group rlark_nodes is always read).
+    """
+    groups = plain(dict(groups or {}))
+    names = None if hosts is None else sorted(set(plain(hosts)) | set(groups.get("rlark_nodes") or []))
+    return placement.host_for_node(plain(node), inventory_hosts(hostvars, names), groups)

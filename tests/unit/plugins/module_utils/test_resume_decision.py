@@ -124,9 +124,17 @@ def test_backup_refuses_a_directory_on_a_backup_host_unless_the_node_mounts_it()
         "(rlark_checkpoint_backup_host), not on node dual-01"
     ), refused
     # A host name that is not in the inventory only labels the location; a mounted directory is read on the node.
-    assert resume_decision.backup(here, "dual-01", {"files": []}, "demo", on_server) == {"refusal": ""}
+    allowed = resume_decision.backup(here, "dual-01", {"files": []}, "demo", on_server, node_host="gpu-dual")
+    assert allowed == {"refusal": "", "host": "gpu-dual"}
     mounted = dict(on_server, mount="/mnt/backup-01/demo")
-    assert resume_decision.backup(here, "dual-01", {"files": []}, "demo", mounted, True) == {"refusal": ""}
+    assert resume_decision.backup(here, "dual-01", {"files": []}, "demo", mounted, True, "gpu-dual")["refusal"] == ""
+    # The node to resume on must have an inventory host: the step is staged there.
+    no_host = resume_decision.backup(here, "dual-01", {"files": []}, "demo", mounted, True)
+    assert no_host == {
+        "refusal": "Resume from the backup refused, nothing was created: node dual-01 (rlark_resume_node) has no "
+        "inventory host; set rlark_node_name on a host, or add it to group rlark_nodes",
+        "host": None,
+    }
     same_node = resume_decision.backup(here, "a100-01", {"files": []}, "demo", {}, False)["refusal"]
     assert same_node.endswith("set rlark_resume_node to the approved node to run on (not a100-01, the original's).")
     assert "rlark_checkpoint_integrity_store=record" in resume_decision.backup(here, "dual-01", None, "demo", None)[
@@ -147,3 +155,11 @@ def test_the_backup_phase_through_the_action_names_what_to_set():
         "Resume from the backup refused, nothing was created: the checkpoint is not a hostPath (s3); only hostPath "
         "checkpoints have a backup."
     )
+    # The action finds the node's inventory host (by rlark_node_name) for the owner.
+    task.args = {
+        "phase": "backup", "source": "demo", "node": "dual-01", "reference_manifest": {"files": []},
+        "location": {"kind": "hostPath", "node": "a100-01", "host_path": "/data/rlinf/logs/demo/checkpoints"},
+    }  # fmt: skip
+    inventory = {"hostvars": {"gpu-dual": {"rlark_node_name": "dual-01"}, "other": {}}, "groups": {}}
+    found = action_mod.ActionModule(task, mock.MagicMock(), mock.MagicMock(), None, mock.MagicMock(), None)
+    assert found.run(task_vars=inventory)["decision"] == {"refusal": "", "host": "gpu-dual"}

@@ -12,11 +12,11 @@ HOST = {"ok": True, "kind": "hostPath", "node": "n1", "host_path": "/data/ckpt",
 S3 = {"kind": "s3", "s3": {"bucket": "b", "prefix": "p/", "region": None, "secret": "x"}}
 
 
-def run(**args):
+def run(task_vars=None, **args):
     task = mock.MagicMock(async_val=0, check_mode=True, diff=False)
     task.args = args
     action = action_mod.ActionModule(task, mock.MagicMock(), mock.MagicMock(), None, mock.MagicMock(), None)
-    return action.run(task_vars={})
+    return action.run(task_vars=task_vars or {})
 
 
 def test_wait_args():
@@ -54,3 +54,38 @@ def test_the_action_gives_the_options_and_fails_with_one_sentence():
         "rlark_checkpoint_backup_* is for hostPath checkpoints; this one is in object storage already: unset the "
         "backup variables for it"
     )
+
+
+INVENTORY = {
+    "hostvars": {
+        "controller": {},
+        "gpu-a": {"rlark_node_name": "n1", "rlark_node_root": "/mnt/n1"},
+        "gpu-b": {"rlark_node_name": "n2", "rlark_node_root": "/mnt/n2"},
+        "10.0.0.9": {},
+    },
+    "groups": {"all": ["controller", "gpu-a", "gpu-b", "10.0.0.9"], "rlark_nodes": ["10.0.0.9"]},
+}
+
+
+def test_the_node_host_of_a_hostpath_gives_the_root_and_is_returned():
+    found = run(INVENTORY, location=HOST, find_node_host=True, node_root="/ignored")
+    assert found["host"] == "gpu-a" and found["decision"]["path"] == "/mnt/n1/data/ckpt"
+    # Only the hosts named (and group rlark_nodes) may be the Node's.
+    on_b = run(INVENTORY, location=dict(HOST, node="n2"), find_node_host=True, node_hosts=["gpu-b"])
+    assert on_b["host"] == "gpu-b" and on_b["decision"]["path"] == "/mnt/n2/data/ckpt"
+    by_group = run(INVENTORY, location=dict(HOST, node={"name": "10.0.0.9"}), find_node_host=True)
+    assert by_group["host"] == "10.0.0.9" and by_group["decision"]["path"] == "/data/ckpt"
+    # Object storage has no node host; without find_node_host the root is the one given.
+    assert run(INVENTORY, location=S3, find_node_host=True)["host"] is None
+    given = run(INVENTORY, location=HOST, node_root="/given")
+    assert given["host"] is None and given["decision"]["path"] == "/given/data/ckpt"
+
+
+def test_a_node_without_an_inventory_host_fails_naming_it_and_what_to_set():
+    expected = (
+        "The checkpoint lies on node n1, which has no inventory host (set rlark_node_name on a host, or add it to "
+        "group rlark_nodes)."
+    )
+    refused = run(INVENTORY, location=HOST, find_node_host=True, node_hosts=["gpu-b"])
+    assert refused["failed"] is True and refused["msg"] == expected and "host" not in refused
+    assert run({}, location=HOST, find_node_host=True)["msg"] == expected
