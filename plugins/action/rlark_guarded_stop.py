@@ -15,14 +15,13 @@ import os
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.rlark.ops.plugins.module_utils import jobspec
+from ansible_collections.rlark.ops.plugins.module_utils import jobspec, log_follow
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop import journal
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.policy import WHEN, StopPolicy
 from ansible_collections.rlark.ops.plugins.module_utils.guarded_stop.transaction import DEFAULT_DEADLINE, GuardedStop
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
     LOG_SOURCE_SPEC,
     clusters_of,
-    export_logs,
     head_pod_name,
 )
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
@@ -70,14 +69,13 @@ def log_reader(p, name, resource):
     head = head_pod_name(name, jobspec.head_task(resource.get("job") or {}).get("name") or "")
 
     def read_logs(export_dir):
-        def read(since=None):
-            return export_logs(
-                p["log_source"], name, export_dir, pod_names=pods or [head], logs_dir=p["logs_dir"] or None,
-                gateway_url=p["gateway_url"] or None, kubeconfig=p["data_plane_kubeconfig"] or None,
-                kubeconfigs=p["data_plane_kubeconfigs"], clusters=clusters_of(resource), since=since,
-            )  # fmt: skip
-
-        return read
+        return log_follow.log_reader(
+            p["log_source"], name, export_dir, pods or [head],
+            follow_timeout=p["wait_timeout"] + log_follow.DRAIN_SECONDS,
+            logs_dir=p["logs_dir"] or None, gateway_url=p["gateway_url"] or None,
+            kubeconfig=p["data_plane_kubeconfig"] or None, kubeconfigs=p["data_plane_kubeconfigs"],
+            clusters=clusters_of(resource),
+        )  # fmt: skip
 
     expected = journal.UNKNOWN_LOG_BYTES * max(1, len(pods))
     if p["log_source"] == "files" and p["logs_dir"]:

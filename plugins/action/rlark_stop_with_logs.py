@@ -21,10 +21,10 @@ from ansible.utils.display import Display
 from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
     LOG_SOURCE_SPEC,
     LogSourceError,
-    export_logs,
     head_pod_name,
 )
 from ansible_collections.rlark.ops.plugins.module_utils.kube import client_from_params
+from ansible_collections.rlark.ops.plugins.module_utils.log_follow import DRAIN_SECONDS, log_reader
 from ansible_collections.rlark.ops.plugins.module_utils.module_options import argument_spec
 from ansible_collections.rlark.ops.plugins.module_utils.module_runner import FAILURES, call_counts, failure_result
 from ansible_collections.rlark.ops.plugins.module_utils.stop_logs import stop_with_logs
@@ -65,19 +65,12 @@ class ActionModule(ActionBase):
             os.makedirs(p["export_dir"], exist_ok=True)
         export_dir = tempfile.mkdtemp(prefix=".rlark-logs-%s-" % name, dir=p["export_dir"] or None)
 
-        def read():
-            return export_logs(
-                p["log_source"],
-                name,
-                export_dir,
-                pod_names=pods,
-                logs_dir=p["logs_dir"] or None,
-                gateway_url=p["gateway_url"] or None,
-                kubeconfig=p["data_plane_kubeconfig"] or None,
-                kubeconfigs=p["data_plane_kubeconfigs"],
-                clusters=p["clusters"],
-                namespace=p["namespace"] or None,
-            )
+        read = log_reader(
+            p["log_source"], name, export_dir, pods, follow_timeout=p["wait_timeout"] + DRAIN_SECONDS,
+            logs_dir=p["logs_dir"] or None, gateway_url=p["gateway_url"] or None,
+            kubeconfig=p["data_plane_kubeconfig"] or None, kubeconfigs=p["data_plane_kubeconfigs"],
+            clusters=p["clusters"], namespace=p["namespace"] or None,
+        )  # fmt: skip
 
         def progress(line):
             display.display("%s: %s" % (task_vars.get("inventory_hostname", name), line), stderr=True)
@@ -97,6 +90,7 @@ class ActionModule(ActionBase):
                 progress=progress,
                 export_dir=export_dir,
                 accept_truncated=p["accept_truncated_logs"],
+                follow=True,
             )
         except FAILURES as exc:
             result.update(failure_result(exc, client))

@@ -98,6 +98,7 @@ class Export:
         self.cluster = cluster
         self.window = window  # the source returns only the last lines (the gateway)
         self.kubelet_stamps = False
+        self.followed = None  # after a stop: "to the container's end" or "cut off" (log_follow.py), else None
         self.reset()
 
     def reset(self):
@@ -125,6 +126,7 @@ class Export:
             "timestamps_from": "kubelet" if self.kubelet_stamps else "log lines" if self.first_timestamp else "none",
             "truncated": self.truncated,
             "unavailable": self.unavailable,
+            "followed": self.followed,
         }
 
     def text(self):
@@ -197,7 +199,7 @@ class LineSink:
         return self.export
 
 
-def _export_path(dest_dir, pod):
+def export_path(dest_dir, pod):
     handle, path = tempfile.mkstemp(prefix=".%s." % pod, suffix=".log", dir=dest_dir)
     os.close(handle)
     return path
@@ -209,7 +211,7 @@ def _continued(since, source_path, dest_dir):
     if since is None or since.source_path != source_path or os.path.getsize(source_path) < since.source_offset:
         return None
     lines, size, last = since.whole
-    export = Export(since.pod, "files", _export_path(dest_dir, since.pod))
+    export = Export(since.pod, "files", export_path(dest_dir, since.pod))
     with open(since.path, "rb") as src, open(export.path, "wb") as out:
         left = size  # the whole lines only: an unfinished last line is read again from the source
         while left > 0:
@@ -226,7 +228,7 @@ def _continued(since, source_path, dest_dir):
 def export_file(source_path, pod, dest_dir, since=None):
     """Copy ``source_path`` line by line into a new export file; with ``since`` (the previous export of that
     file) only what was written after its last whole line is read and redacted, the rest is copied."""
-    export = _continued(since, source_path, dest_dir) or Export(pod, "files", _export_path(dest_dir, pod))
+    export = _continued(since, source_path, dest_dir) or Export(pod, "files", export_path(dest_dir, pod))
     export.source_path = source_path
     sink = LineSink(export, append=export.bytes > 0)
     try:
@@ -288,7 +290,7 @@ def export_gateway(url, job_name, dest_dir, timeout=READ_TIMEOUT, client=None):
     out = {}
     for entry in body.get("pods") or []:
         pod = entry.get("podName") or entry.get("taskName")
-        export = Export(pod, "gateway", _export_path(dest_dir, pod), window=True)
+        export = Export(pod, "gateway", export_path(dest_dir, pod), window=True)
         sink = LineSink(export)
         export.unavailable = gateway_placeholder(entry)
         if not export.unavailable:
@@ -346,10 +348,14 @@ def kubeconfig_for(pod, clusters, kubeconfigs, default):
     raise LogSourceError(NO_KUBECONFIG)
 
 
+def pod_log_path(namespace, pod):
+    return "/api/v1/namespaces/%s/pods/%s/log" % (quote(namespace, safe=""), quote(pod, safe=""))
+
+
 def export_pod_log(client, pod, namespace, dest_dir, cluster=None):
     """Stream one pod's ``main`` log from a data-plane API into a file; None when the pod is not there."""
-    path = "/api/v1/namespaces/%s/pods/%s/log" % (quote(namespace, safe=""), quote(pod, safe=""))
-    export = Export(pod, "kubeconfig", _export_path(dest_dir, pod), cluster=cluster)
+    path = pod_log_path(namespace, pod)
+    export = Export(pod, "kubeconfig", export_path(dest_dir, pod), cluster=cluster)
     sink = LineSink(export, kubelet_stamps=True)
     try:
         client.request("GET", path, [("container", jobspec.MAIN_CONTAINER), ("timestamps", "true")], sink=sink)

@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import contextlib
 import json
 import os
 import random
@@ -87,6 +88,7 @@ class HttpTransport:
         self.settings = settings
         self.context = self._ssl_context() if self.scheme == "https" else None
         self.conn = None
+        self.sock = None  # the socket of the call in progress
 
     def _ssl_context(self):
         s = self.settings
@@ -132,9 +134,10 @@ class HttpTransport:
                 self.conn.sock.settimeout(timeout)
         try:
             self.conn.request(method, self.base_path + path, body=body, headers=headers)
+            self.sock = self.conn.sock  # the response may take it over (no keep-alive): kept for interrupt()
             response = self.conn.getresponse()
             if sink is not None and response.status < 300:
-                for chunk in iter(lambda: response.read(1 << 16), b""):
+                for chunk in iter(lambda: response.read1(1 << 16), b""):  # what has come: a followed log trickles
                     sink.write(chunk)
                 if response.length:  # read(amt) ends quietly when the connection drops before Content-Length
                     raise http_client.IncompleteRead(b"", response.length)
@@ -144,9 +147,18 @@ class HttpTransport:
         except Exception:
             self.close()
             raise
+        finally:
+            self.sock = None
         if response.getheader("Connection", "").lower() == "close":
             self.close()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+
+    def interrupt(self):
+        """Wake a read blocked in another thread (a followed log that must end): it sees the stream end."""
+        sock = self.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's: SSLSocket's drops its state
 
     def close(self):
         if self.conn is not None:
@@ -248,6 +260,13 @@ class Client:
 
     def remaining(self):
         return self.deadline - self.clock()
+
+    def interrupt(self):
+        """End the call running in another thread now: no retry follows (the deadline is now)."""
+        self.deadline = self.clock()
+        interrupt = getattr(self.transport, "interrupt", None)
+        if interrupt is not None:
+            interrupt()
 
     def close(self):
         self.transport.close()

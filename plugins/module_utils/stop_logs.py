@@ -4,9 +4,11 @@
 
 RLark keeps only the last 1000 lines of a Running pod and nothing once the pod is gone, and the
 trainer keeps writing between the checkpoint gate and the moment its pod is removed (the save line
-of the recorded checkpoint included). So the logs are read immediately before the stop patch and
-again on every poll until no Pod CR of the Job remains; each read is merged onto what was already
-read, so a source that returns only a window of recent lines loses nothing that was seen once.
+of the recorded checkpoint included). So the logs are read immediately before the stop patch; after
+it a source that can follow (kubeconfig: log_follow.py) streams each pod's log until its container
+ends, and the others are read again on every poll until no Pod CR of the Job remains. Each read is
+merged onto what was already read, so a source that returns only a window of recent lines loses
+nothing that was seen once.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,6 +29,7 @@ from ansible_collections.rlark.ops.plugins.module_utils.joblogs import (
     LogSourceError,
 )
 from ansible_collections.rlark.ops.plugins.module_utils.jobs import read_tree, set_stopped, stop_state
+from ansible_collections.rlark.ops.plugins.module_utils.log_follow import CUT, DRAIN_SECONDS, TO_END
 from ansible_collections.rlark.ops.plugins.module_utils.redact import redact_result
 from ansible_collections.rlark.ops.plugins.module_utils.waiter import Waiter, WaitTimeout
 
@@ -83,14 +86,20 @@ class LogTail:
     file when it has at least as many lines; a window (the gateway, or text) is merged onto it by
     appending the lines after the overlap. With ``incremental`` the source is called
     ``read(since={pod: Export})`` and continues the kept exports (the files source reads only what was
-    written since). Only file paths and counters stay in memory.
+    written since). With ``follow``, ``start_follow`` calls ``read(since=..., follow=True)``, which
+    returns a started log_follow.LogFollow (None: the source cannot follow); polls read nothing until
+    ``end_follow`` merges the followed lines, nor after it when every stream ended with its container.
+    Only file paths and counters stay in memory.
     """
 
-    def __init__(self, read, export_dir, clock=time.time, incremental=False):
+    def __init__(self, read, export_dir, clock=time.time, incremental=False, follow=False):
         self.read = read
         self.export_dir = export_dir
         self.clock = clock
         self.incremental = incremental
+        self.follow = follow
+        self.following = None
+        self.complete = False  # set by end_follow when every stream ended with its container
         self.exports = {}
         self.last_line_seen = {}
         self.errors = []
@@ -128,6 +137,7 @@ class LogTail:
         merged.first_timestamp = kept.first_timestamp or got.first_timestamp
         merged.last_timestamp = got.last_timestamp or kept.last_timestamp
         merged.truncated = kept.truncated or got.truncated
+        merged.kubelet_stamps = kept.kubelet_stamps or got.kubelet_stamps
         os.unlink(got.path)
         return merged
 
@@ -145,8 +155,49 @@ class LogTail:
             return kept
         return got
 
+    def start_follow(self):
+        """Follow the pods from their last line read (a source that cannot follow goes on being polled)."""
+        if not self.follow or self.following is not None:
+            return
+        try:
+            self.following = self.read(since=dict(self.exports), follow=True)
+        except (LogSourceError, OSError) as exc:
+            self._note(str(exc))
+
+    def end_follow(self, grace):
+        """Wait up to ``grace`` seconds for the followed streams to end, cut the rest, and merge what they carried."""
+        following, self.following = self.following, None
+        if following is None:
+            return
+        ended = following.end(grace)
+        # Every pod followed until its container ended: no later read can add a line (and the pods are gone).
+        self.complete = bool(ended) and all(f.ended for f in ended.values()) and set(ended) >= set(self.exports)
+        for pod, follow in sorted(ended.items()):
+            if follow.error:
+                self._note(follow.error)
+            got = follow.export
+            if got is None:
+                continue
+            kept = self.exports.get(pod)
+            if kept is None or not kept.lines:
+                new = got
+            elif got.lines:
+                new = self._append_window(kept, got)
+            else:
+                new = kept
+            for stale in {e.path for e in (kept, got) if e is not None} - {new.path}:
+                with contextlib.suppress(OSError):
+                    os.unlink(stale)
+            new.followed = TO_END if follow.ended else CUT
+            if new is not kept and follow.last_line_at is not None:
+                self.last_line_seen[pod] = follow.last_line_at
+            self.exports[pod] = new
+
     def poll(self, strict=False):
-        """Read once and merge; after the stop a failed read (a pod going away) is noted, not raised."""
+        """Read once and merge; after the stop a failed read (a pod going away) is noted, not raised. While the
+        pods are followed there is nothing to read: their streams carry every line."""
+        if self.following is not None or self.complete:
+            return self.exports
         now = self.clock()
         try:
             read = (self.read(since=dict(self.exports)) if self.incremental else self.read()) or {}
@@ -169,7 +220,7 @@ class LogTail:
 
     def lines(self, pod):
         export = self.exports.get(pod)
-        return export.lines if export else 0
+        return (export.lines if export else 0) + (self.following.lines(pod) if self.following else 0)
 
     def text(self, pod):
         export = self.exports.get(pod)
@@ -204,11 +255,13 @@ def stop_with_logs(
     ready=None,
     export_dir=None,
     accept_truncated=False,
+    follow=False,
     **clocks,
 ):
     """Read the logs, stop Job ``name`` (``spec.stopped`` only), then tail them until no Pod CR remains.
 
-    ``read() -> {pod: Export or text}`` is the log source; the exports are files in ``export_dir``
+    ``read() -> {pod: Export or text}`` is the log source (with ``follow``, also ``read(since=, follow=True)``,
+    see LogTail); the exports are files in ``export_dir``
     (a new temporary directory when not given), listed in ``log_exports``. Returns the result dict of
     rlark_stop_with_logs; ``failed`` with ``msg`` when the pods did not go within ``timeout`` (the
     logs read so far are kept). Before the patch, a truncated export (the gateway's 1000-line limit)
@@ -218,7 +271,7 @@ def stop_with_logs(
     ``findings.Refused`` and ``kube.KubeError`` as the stop does.
     """
     export_dir = export_dir or tempfile.mkdtemp(prefix="rlark-stop-logs-")
-    tail = LogTail(read, export_dir)
+    tail = LogTail(read, export_dir, follow=follow)
     result = {"changed": False, "head_pod": head_pod, "wait_log": [], "log_exports": [], "export_dir": export_dir}
     if not check_mode:
         tail.poll(strict=True)  # logs that cannot be read refuse the stop: nothing half-done
@@ -256,6 +309,8 @@ def wait_pods_gone(client, name, tail, head_pod, waiter, transient=()):
     403 until its authorizer has synced) only says so in the progress and polls again; if the wait then times
     out, that error is raised instead of WaitTimeout."""
     last = {}
+    tail.start_follow()
+    drain = 0.0  # a wait that ends without the pods gone cuts the streams at once: the containers still run
 
     def gone():
         try:
@@ -269,11 +324,20 @@ def wait_pods_gone(client, name, tail, head_pod, waiter, transient=()):
         return done, "%s; %d line(s) of %s read" % (summary, tail.lines(head_pod), head_pod), tree
 
     try:
-        return waiter.wait(gone, "the Pod CRs of Job %s to go while reading their logs" % name)
+        done = waiter.wait(gone, "the Pod CRs of Job %s to go while reading their logs" % name)
+        drain = max(1.0, min(DRAIN_SECONDS, client.remaining()))
+        return done
     except WaitTimeout:
         if "error" in last:
             raise last["error"] from None
         raise
+    finally:
+        tail.end_follow(drain)
+
+
+def incomplete(export):
+    """An export that misses lines: a window at its limit, a sentence instead of lines, a stream cut off."""
+    return export["truncated"] or bool(export.get("unavailable")) or export.get("followed") == CUT
 
 
 def export_summary(result, tail, head_pod, accept_truncated=False):
@@ -287,7 +351,7 @@ def export_summary(result, tail, head_pod, accept_truncated=False):
     head = tail.exports.get(head_pod)
     result.update(
         log_exports=exports,
-        logs_complete=bool(exports) and not any(e["truncated"] or e.get("unavailable") for e in exports),
+        logs_complete=bool(exports) and not any(incomplete(e) for e in exports),
         log_errors=tail.errors,
         head_log=head.tail(HEAD_LOG_TAIL) if head else "",
         last_line_seen_at={pod: utc_iso(at) for pod, at in sorted(tail.last_line_seen.items())},

@@ -209,7 +209,8 @@ def outcome_fields(outcome, reason="", identity=None, selection=None, stop=None,
                 dict({k: v for k, v in e.items() if k != "path"}, file="log-%s.log" % e.get("pod"))
                 for e in stop.get("log_exports") or []
             ],
-            "note": "read right before the stop patch and on every poll until no Pod CR remained",
+            "note": "read right before the stop patch; then followed until each container ended (kubeconfig source) "
+            "or read on every poll until no Pod CR remained",
         },
         "lost_work": lost_work(stop.get("head_log"), step),
     }

@@ -19,9 +19,11 @@ description:
     the patch.
   - Writes the stop record with outcome C(pending) durably (file and directory fsync) before it sends the stop
     patch (C(spec.stopped) and the annotation C(rlark.ops/guarded-stop-run) naming O(run_id), with a
-    resourceVersion precondition), then tails the logs until no Pod CR remains and replaces the record with its
-    outcome C(stopped), C(failed) (pods still there after O(wait_timeout)) or C(stopped-unconfirmed) (the API
-    server or the records filesystem failed after the patch). A failure after the patch is never C(refused).
+    resourceVersion precondition), then tails the logs until no Pod CR remains (with O(log_source=kubeconfig)
+    each pod's log is followed to its container's end, as M(rlark.ops.rlark_stop_with_logs) says) and replaces
+    the record with its outcome C(stopped), C(failed) (pods still there after O(wait_timeout)) or
+    C(stopped-unconfirmed) (the API server or the records filesystem failed after the patch). A failure after the
+    patch is never C(refused).
   - On a Job that is already stopped, completes the record that the run named by its annotation left
     C(pending) or C(stopped-unconfirmed) (outcome C(stopped), C(recovered) in RV(outcome)); a complete record or a Job
     stopped by someone else is C(already stopped).

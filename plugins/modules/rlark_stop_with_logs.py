@@ -13,8 +13,12 @@ version_added: 0.1.0
 description:
   - Reads the C(main) container logs of the Job's pods, immediately sends the guarded stop (a JSON merge patch of
     C(spec.stopped) alone with a resourceVersion precondition, as M(rlark.ops.rlark_job) does for
-    O(rlark.ops.rlark_job#module:state=stopped)), then keeps reading the logs on every poll until every Task
-    has replicas 0 and no Pod CR of the Job remains.
+    O(rlark.ops.rlark_job#module:state=stopped)), then keeps reading the logs until every Task has replicas 0 and
+    no Pod CR of the Job remains.
+  - After the patch, with O(log_source=kubeconfig), each pod's log is followed (C(follow=true), from the second of
+    its last line read) until the kubelet ends the stream when the container ends, so the lines the trainer writes
+    just before its pod goes are kept; a stream still open when the wait ends is cut, and its export says
+    C(followed=cut off). The C(files) and C(gateway) sources are read again on every poll.
   - Every pod's log is streamed into an export file line by line (bounded memory for a log of any size); a later
     read that returns the whole log replaces the file, a read of a window of recent lines (RLark's gateway keeps
     1000 lines, and nothing once the pod is gone) is merged onto it, so nothing that was read once is lost.
@@ -113,12 +117,13 @@ log_exports:
     - One entry per pod whose log was read; the file at C(path) holds the whole exported log (redacted lines).
     - C(source), C(cluster) (kubeconfig source), C(lines), C(bytes), C(first_timestamp) and C(last_timestamp) (from
       the kubelet with the kubeconfig source, else from a time at the start of the log lines, else null;
-      C(timestamps_from) says which), C(truncated), C(truncation_accepted) (when truncated).
+      C(timestamps_from) says which), C(truncated), C(truncation_accepted) (when truncated), C(followed) (with
+      the kubeconfig source C(to the container's end) or C(cut off), see the description; null otherwise).
   returned: always
   type: list
   elements: dict
 logs_complete:
-  description: Every export was read and none is truncated.
+  description: Every export was read and none is truncated, unavailable or cut off.
   returned: always
   type: bool
 export_dir:

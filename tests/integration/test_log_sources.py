@@ -100,6 +100,9 @@ def test_guarded_stop_gateway_export_is_truncated_and_refused_then_kubeconfig_ex
     assert export["source"] == "kubeconfig" and export["cluster"] == "a100" and not export["truncated"]
     assert export["lines"] == written.count("\n") and export["file"] == "log-%s.log" % head
     assert export["first_timestamp"] < export["last_timestamp"] and export["timestamps_from"] == "kubelet"
+    # After the patch the log was followed until the trainer's container ended, not polled: a poll that began
+    # before the trainer's last burst and a pod gone before the next lost it (CI, 2026-12-04).
+    assert export["followed"] == "to the container's end", export
     assert record["logs"]["complete"] is True
 
     # Resume verification reads the new Job's head log through the kubeconfig source too.

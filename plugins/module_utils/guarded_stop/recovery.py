@@ -70,7 +70,7 @@ class Recovery:
             )
         export_dir = tempfile.mkdtemp(prefix=".rlark-stop-%s-" % self.stop.name, dir=self.stop.records["dir"])
         try:
-            return self._complete(journal, record, LogTail(self.stop.read_logs(export_dir), export_dir))
+            return self._complete(journal, record, LogTail(self.stop.read_logs(export_dir), export_dir, follow=True))
         finally:
             shutil.rmtree(export_dir, ignore_errors=True)
 

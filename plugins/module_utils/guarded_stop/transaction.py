@@ -170,7 +170,7 @@ class GuardedStop:
         try:
             # The logs are read in full before the gate, so that after its verdict only what was written since
             # is read (files source): the time from the verdict to the patch does not grow with the log.
-            tail = LogTail(self.read_logs(export_dir), export_dir, incremental=True)
+            tail = LogTail(self.read_logs(export_dir), export_dir, incremental=True, follow=True)
             refusal = self._read_logs(tail)
             if refusal:
                 return refusal

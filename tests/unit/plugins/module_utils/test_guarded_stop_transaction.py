@@ -81,7 +81,7 @@ def make_stop(api, records, run_id=RUN, gate_result=None, log="Global Step: 40\n
         return dict(results[min(len(asked), len(results)) - 1], judged_at=1.0)
 
     def read_logs(export_dir):
-        return lambda since=None: {HEAD: log}
+        return lambda since=None, follow=False: None if follow else {HEAD: log}  # a source that cannot follow
 
     stop = GuardedStop(
         client, resource(api), run_id, StopPolicy(**options.pop("policy", {})), gate, read_logs,

@@ -9,6 +9,7 @@ for unit tests; the integration tests use the sandbox's real kube-apiserver).
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from ansible_collections.rlark.ops.plugins.module_utils import joblogs
@@ -23,6 +24,8 @@ class FakeDataPlane:
         self.fail_first = 0
         self.drop_first = 0  # answers that break off in the middle of the log
         self.requests = []
+        self.running = {}  # pod -> Event set when its container ends: a follow of a pod listed here streams until then
+        self.gone_when_streamed = set()  # pods whose log goes (the pod is deleted) once a follow has sent it all
 
     def handler(self):
         plane = self
@@ -67,10 +70,25 @@ class FakeDataPlane:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
                 self.end_headers()  # no length: streamed until the connection closes
-                for i, line in enumerate(plane.logs[pod]):
-                    self.wfile.write(
-                        ("2026-12-01T01:%02d:%02d.000000001Z %s\n" % (i // 60 % 60, i % 60, line)).encode()
-                    )
+                since = (parse_qs(urlsplit(self.path).query).get("sinceTime") or [""])[0][:19]
+                follows = "follow=true" in self.path and pod in plane.running
+                sent = 0
+                try:
+                    while True:
+                        done = not follows or plane.running[pod].is_set()  # before the lines: none is left behind
+                        for i in range(sent, len(plane.logs[pod])):
+                            stamp = "2026-12-01T01:%02d:%02d" % (i // 60 % 60, i % 60)
+                            if stamp >= since:  # the kubelet's sinceTime, at whole seconds
+                                self.wfile.write(("%s.000000001Z %s\n" % (stamp, plane.logs[pod][i])).encode())
+                        sent = len(plane.logs[pod])
+                        if done:
+                            if follows and pod in plane.gone_when_streamed:
+                                del plane.logs[pod]
+                            break
+                        self.wfile.flush()
+                        plane.running[pod].wait(0.02)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client cut the follow
                 self.close_connection = True
 
         return Handler
