@@ -263,6 +263,14 @@ def rich_job(name):
     return job
 
 
+def untouched(job):
+    """What only a client's write to a Job changes: its spec (and generation), labels, annotations, finalizers and
+    owners; the status subresource is the controller's."""
+    meta = job["metadata"]
+    keys = ("generation", "labels", "annotations", "finalizers", "ownerReferences")
+    return {"spec": job["spec"], **{k: meta.get(k) for k in keys}}
+
+
 def test_copy_keeps_every_pod_field_and_never_touches_the_source(sandbox, cleanup):
     source_name, copy_name = unique(), unique()
     cleanup.extend([source_name, copy_name])
@@ -277,7 +285,9 @@ def test_copy_keeps_every_pod_field_and_never_touches_the_source(sandbox, cleanu
     assert result["changed"] and result["action"] == "created", result.get("msg")
     assert any(f["id"] == "copy-agent-pvc" for f in result["findings"])
     source_after = jobs_core.get_job(client, source_name)
-    assert source_after["metadata"]["resourceVersion"] == source_before["metadata"]["resourceVersion"]
+    # Not the resourceVersion: the controller's status writes move it (CI, 2026-12-04: 2319 -> 2328 on RLark's
+    # upstream CRDs). A write by the copy changes the spec (and generation) or the metadata compared here.
+    assert untouched(source_after) == untouched(source_before), "the copy wrote to its source Job"
     copied = jobs_core.get_job(client, copy_name)
     expected = copy.deepcopy(source_before["spec"])
     # The resume override, and the copy's own output directory next to the source's log_path.
