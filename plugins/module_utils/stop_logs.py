@@ -79,6 +79,13 @@ def merge_log(previous, current):
     return "\n".join(old + ([] if size else [GAP]) + new[size:]) + "\n"
 
 
+def _drop_replaced(new, *exports):
+    """Remove the files of the exports ``new`` replaced (it may be one of them)."""
+    for stale in {e.path for e in exports if e is not None} - {new.path}:
+        with contextlib.suppress(OSError):
+            os.unlink(stale)
+
+
 class LogTail:
     """Each pod's log exported to a file under ``export_dir``, grown by every read, and when its last line was read.
 
@@ -185,9 +192,7 @@ class LogTail:
                 new = self._append_window(kept, got)
             else:
                 new = kept
-            for stale in {e.path for e in (kept, got) if e is not None} - {new.path}:
-                with contextlib.suppress(OSError):
-                    os.unlink(stale)
+            _drop_replaced(new, kept, got)
             new.followed = TO_END if follow.ended else CUT
             if new is not kept and follow.last_line_at is not None:
                 self.last_line_seen[pod] = follow.last_line_at
@@ -210,9 +215,7 @@ class LogTail:
             got = self._as_export(pod, got)
             kept = self.exports.get(pod)
             new = self._keep(pod, got)
-            for stale in {e.path for e in (kept, got) if e is not None} - {new.path}:
-                with contextlib.suppress(OSError):
-                    os.unlink(stale)
+            _drop_replaced(new, kept, got)
             if kept is None or (new.lines, new.bytes) != (kept.lines, kept.bytes):
                 self.last_line_seen[pod] = now
             self.exports[pod] = new
