@@ -143,9 +143,10 @@ IT_ALL_PLAYBOOKS := $(sort $(wildcard $(IT)/test_playbook_*.py $(IT)/test_ckpt_g
 # stay close (bench/results/suite-profile.md), so the slowest group sets the suite's wall time.
 IT_PLAYBOOKS_UPSTREAM := $(IT)/test_playbook_resume_continuity.py $(IT)/test_playbook_backup.py \
                          $(IT)/test_playbook_people.py
-# Two files of playbook runs that would otherwise fall to it-api, the slowest group (2026-12-04: 1089 s of tests
-# against 852 and 895): the rulebook's stops run in it-playbooks, the long log lines in it-upstream.
-IT_API_IN_PLAYBOOKS := $(IT)/test_eda_rulebook.py
+# Files of playbook runs that would otherwise fall to it-api, the slowest group (2026-12-04: 1089 s of tests
+# against 852 and 895; 2026-12-05, under load: 1170 s against 1091 and 1119): the rulebook's stops and the
+# fleet-wide stop check run in it-playbooks, the long log lines in it-upstream.
+IT_API_IN_PLAYBOOKS := $(IT)/test_eda_rulebook.py $(IT)/test_guarded_stop_fleet_check.py
 IT_API_IN_UPSTREAM := $(IT)/test_long_lines.py
 # The Job writes' module tests run once, on RLark's own CRDs: the modules' requests do not depend on the CRD set,
 # and RLark's CRDs are the ones the writes must pass in production (on the project's they took 172 s of it-api).
