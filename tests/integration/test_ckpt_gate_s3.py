@@ -116,9 +116,9 @@ def test_latest_picks_newest_complete_and_says_so(sandbox, s3):
 
 
 def test_listing_streams_past_the_first_page(sandbox, s3):
-    """260 objects listed 100 to a page: three ListObjectsV2 pages; counts and bytes cover all of them.
+    """261 objects listed 100 to a page: three ListObjectsV2 pages; counts and bytes cover all of them.
 
-    The pages are made small (the gate asks for S3's largest, 1000) so that three pages take 260 writes, not 2,600."""
+    The pages are made small (the gate asks for S3's largest, 1000) so that three pages take 261 writes, not 2,601."""
     client, run = s3
     prefix = "%spaged/checkpoints/" % run
     row = F.Row("wide", "embodied", "fsdp", world=260, full_weights=False)

@@ -276,19 +276,18 @@ def test_copy_keeps_every_pod_field_and_never_touches_the_source(sandbox, cleanu
     cleanup.extend([source_name, copy_name])
     created = run_module(sandbox, "rlark_job", {"definition": rich_job(source_name)})
     assert created["changed"], created.get("msg")
-    client = admin_client(sandbox)
-    source_before = jobs_core.get_job(client, source_name)
+    source_before = get_job(sandbox, source_name)  # read with the independent client, not the collection's
     step = "/data/rlinf/h3/%s/checkpoints/global_step_20" % source_name
     result = run_module(
         sandbox, "rlark_job", {"copy_from": source_name, "name": copy_name, "resume_dir": step, "copy_stopped": True}
     )
     assert result["changed"] and result["action"] == "created", result.get("msg")
     assert any(f["id"] == "copy-agent-pvc" for f in result["findings"])
-    source_after = jobs_core.get_job(client, source_name)
+    source_after = get_job(sandbox, source_name)
     # Not the resourceVersion: the controller's status writes move it (CI, 2026-12-04: 2319 -> 2328 on RLark's
     # upstream CRDs). A write by the copy changes the spec (and generation) or the metadata compared here.
     assert untouched(source_after) == untouched(source_before), "the copy wrote to its source Job"
-    copied = jobs_core.get_job(client, copy_name)
+    copied = get_job(sandbox, copy_name)
     expected = copy.deepcopy(source_before["spec"])
     # The resume override, and the copy's own output directory next to the source's log_path.
     expected["tasks"][0]["runScript"] = (
