@@ -151,6 +151,8 @@ IT_API_IN_UPSTREAM := $(IT)/test_long_lines.py
 # The Job writes' module tests run once, on RLark's own CRDs: the modules' requests do not depend on the CRD set,
 # and RLark's CRDs are the ones the writes must pass in production (on the project's they took 172 s of it-api).
 IT_API_IN_UPSTREAM += $(IT)/test_job_modules.py
+# The sandbox's down/up on a second, isolated sandbox (about 40 s): the lifecycle does not depend on the CRD set.
+IT_API_IN_UPSTREAM += $(IT)/test_sandbox_lifecycle.py
 IT_PLAYBOOKS := $(filter-out $(IT_PLAYBOOKS_UPSTREAM),$(IT_ALL_PLAYBOOKS)) $(IT_API_IN_PLAYBOOKS)
 IT_API := $(filter-out $(IT_ALL_PLAYBOOKS) $(IT_API_IN_PLAYBOOKS) $(IT_API_IN_UPSTREAM),$(sort $(wildcard $(IT)/test_*.py)))
 # What depends on the CRDs themselves (issue: "the same suite passes with the upstream CRDs"):

@@ -141,14 +141,39 @@ def sandbox(request):
         sandboxctl(state_dir, "down")
 
 
+@pytest.fixture(scope="session")
+def migrated_job(sandbox, tmp_path_factory):
+    """(name, Job) of the example workload as migrate.yml creates it: one migrate per session for `running`.
+
+    The Job is read with the independent client and deleted at once (its checkpoints stay, in their own directory).
+    """
+    from independent import get_job
+    from playbook_support import Workload
+
+    w = Workload(sandbox, tmp_path_factory.mktemp("migrated"))
+    try:
+        run = w.play("migrate.yml")
+        assert run.rc == 0, run
+        job = get_job(sandbox, w.name)
+    finally:
+        w.cleanup()
+    meta = job["metadata"]
+    job["metadata"] = {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}
+    job.pop("status", None)
+    return w.name, job
+
+
 @pytest.fixture
-def running(sandbox, tmp_path):
-    """The example workload migrated under a unique name, with one checkpoint saved; deleted afterwards."""
+def running(sandbox, tmp_path, migrated_job):
+    """The example workload under a unique name, running, with one checkpoint saved; deleted afterwards.
+
+    Its Job is the session's migrated Job with only the name changed (the name is also its experiment and checkpoint
+    directory), created with the independent client: the tests that use it stop Jobs, they do not test migrate.
+    """
     from playbook_support import Workload
 
     w = Workload(sandbox, tmp_path)
-    run = w.play("migrate.yml")
-    assert run.rc == 0, run
+    w.start(migrated_job)
     w.wait_steps(1)
     yield w
     w.cleanup()

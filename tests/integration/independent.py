@@ -27,6 +27,15 @@ def get_job(sandbox, name):
         api.close()
 
 
+def create_job(sandbox, job):
+    """POST ``job`` as it is (a test's starting state), not through the collection; returns the stored object."""
+    api = _api(sandbox)
+    try:
+        return api.call("POST", "%s/jobs" % GROUP, job)
+    finally:
+        api.close()
+
+
 def _pods_by_task(sandbox):
     """[(rlark.io/task-name, Pod CR)] of every Pod CR in any namespace."""
     api = _api(sandbox)

@@ -13,7 +13,7 @@ import time
 
 import yaml
 from helpers import ROOT, run_ansible_module, run_playbook
-from independent import delete_job, job_view
+from independent import create_job, delete_job, job_view
 
 EXAMPLE = os.path.join(ROOT, "examples", "sandbox")
 INVENTORY = os.path.join(EXAMPLE, "inventory.yml")
@@ -77,6 +77,17 @@ class Workload:
             inventory=inventory,
             **kw,
         )
+
+    def start(self, migrated_job=None):
+        """Start the Job: with ``migrated_job`` (conftest's session fixture) as migrate.yml created that Job, under
+        this workload's name (no play: for tests of what comes after a migration); else with migrate.yml."""
+        if migrated_job is None:
+            run = self.play("migrate.yml")
+            assert run.rc == 0, run
+            return
+        template_name, template = migrated_job
+        # The name is also the Job's experiment and checkpoint directory: renaming is the whole difference.
+        create_job(self.sandbox, json.loads(json.dumps(template).replace(template_name, self.name)))
 
     def info(self, name=None):
         """The Job, its Tasks and Pod CRs from the API server (an independent reader), None when absent."""

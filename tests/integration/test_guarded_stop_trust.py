@@ -53,7 +53,7 @@ def job_host_results(run, name):
 def test_check_mode_says_would_stop_writes_nothing_and_leaves_the_job(running):
     w = running
     before = job_view(w.sandbox, w.name)
-    files_before = files_under(w.records)  # the migration's records
+    files_before = files_under(w.records)  # none: the fixture writes no record
     started = time.monotonic()
     run = w.play(
         "guarded_stop.yml", kubeconfig=w.sandbox.kubeconfig_operator, extra={"rlark_jobs": [w.name]}, check=True
@@ -74,7 +74,7 @@ def test_check_mode_says_would_stop_writes_nothing_and_leaves_the_job(running):
 def test_viewer_token_is_refused_before_any_file_is_written(running):
     w = running
     before = job_view(w.sandbox, w.name)
-    files_before = files_under(os.path.join(w.records, w.name))  # the migration's records
+    files_before = files_under(os.path.join(w.records, w.name))  # none: the fixture writes no record
     run = w.play("guarded_stop.yml", kubeconfig=w.sandbox.kubeconfig_viewer, extra={"rlark_jobs": [w.name]})
     assert run.rc != 0, run
     line = row(outcome_table(run), w.name)

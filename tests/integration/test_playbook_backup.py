@@ -240,7 +240,7 @@ def assert_resumed_on_dual(sandbox, w, new, step):
     assert stopped(sandbox, w.name)
 
 
-def test_resume_from_the_backup_after_the_node_is_gone(sandbox, tmp_path):
+def test_resume_from_the_backup_after_the_node_is_gone(sandbox, tmp_path, migrated_job):
     w = Workload(sandbox, tmp_path)  # an endless run: the stop is at whatever step is newest, N
     bucket = sandbox.s3_backup_bucket
     target = {"bucket": bucket, "prefix": "%s/checkpoints/" % w.name, "endpoint_url": sandbox.s3_endpoint}
@@ -249,7 +249,7 @@ def test_resume_from_the_backup_after_the_node_is_gone(sandbox, tmp_path):
     graveyard = str(tmp_path / "lost-node-checkpoints")
     uncordon = None
     try:
-        assert w.play("migrate.yml").rc == 0
+        w.start(migrated_job)
         w.wait_steps(2)
         run, result = stop(sandbox, w, rlark_checkpoint_backup_s3=target, rlark_checkpoint_backup_make=True,
                            rlark_checkpoint_backup_required=True)  # fmt: skip
@@ -330,7 +330,7 @@ def test_directory_backup_on_a_backup_host_is_read_there(sandbox, tmp_path):
         shutil.rmtree(decoy, ignore_errors=True)
 
 
-def test_resume_from_a_backup_host_reads_it_where_the_node_mounts_it(sandbox, tmp_path):
+def test_resume_from_a_backup_host_reads_it_where_the_node_mounts_it(sandbox, tmp_path, migrated_job):
     """The backup is on backup-01 (rlark_checkpoint_backup_host): without rlark_checkpoint_backup_mount the resume is
     refused before anything is created (a good copy at the same path on the new node is not read); with it, the
     step is staged on dual-01 from the mount and the new Job goes on from step N+1."""
@@ -345,7 +345,7 @@ def test_resume_from_a_backup_host_reads_it_where_the_node_mounts_it(sandbox, tm
     uncordon = link = None
     api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
     try:
-        assert w.play("migrate.yml").rc == 0
+        w.start(migrated_job)
         w.wait_steps(2)
         run, result = stop(sandbox, w)
         assert run.rc == 0 and result["outcome"]["outcome"] == "stopped", result.get("msg")

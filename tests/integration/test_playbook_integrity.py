@@ -46,9 +46,10 @@ def flip_middle_byte(path):
         fh.write(bytes([byte[0] ^ 0xFF]))
 
 
-def migrate_and_stop(sandbox, w, saved=None, **integrity):
-    """Migrate the workload, wait until ``saved()`` (default: two local steps), guarded-stop it with ``integrity``."""
-    assert w.play("migrate.yml").rc == 0
+def migrate_and_stop(sandbox, w, saved=None, migrated_job=None, **integrity):
+    """Migrate the workload (or with ``migrated_job``, start it as migrated), wait until ``saved()`` (default: two
+    local steps), guarded-stop it with ``integrity``."""
+    w.start(migrated_job)
     (saved or (lambda: w.wait_steps(2)))()
     stopped = w.play(
         "guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra=dict(rlark_jobs=[w.name], **integrity)
@@ -67,10 +68,10 @@ def wait_s3_steps(s3, bucket, prefix, count, timeout=150):
         time.sleep(0.5)
 
 
-def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbox, tmp_path):
+def test_stop_writes_the_manifest_and_resume_refuses_a_changed_checkpoint(sandbox, tmp_path, migrated_job):
     w = Workload(sandbox, tmp_path)
     try:
-        migrate_and_stop(sandbox, w, rlark_checkpoint_integrity="write")
+        migrate_and_stop(sandbox, w, migrated_job=migrated_job, rlark_checkpoint_integrity="write")
 
         # The stop record names the manifest; the manifest lists every file of the step with its sha256.
         kept = w.records_of("stop")[-1]["data"]["integrity"]
@@ -134,10 +135,16 @@ def refused_against_the_record(sandbox, w, step_dir, victim, new):
     ], gate["findings"]
 
 
-def test_the_record_store_keeps_the_manifest_in_the_stop_record_and_resume_verifies_it(sandbox, tmp_path):
+def test_the_record_store_keeps_the_manifest_in_the_stop_record_and_resume_verifies_it(sandbox, tmp_path, migrated_job):
     w = Workload(sandbox, tmp_path)
     try:
-        migrate_and_stop(sandbox, w, rlark_checkpoint_integrity="write", rlark_checkpoint_integrity_store="record")
+        migrate_and_stop(
+            sandbox,
+            w,
+            migrated_job=migrated_job,
+            rlark_checkpoint_integrity="write",
+            rlark_checkpoint_integrity_store="record",
+        )
 
         # Nothing written beside the checkpoints; the record holds the manifest of every file of the step.
         assert not os.path.exists(os.path.join(w.checkpoints, "rlark-integrity"))

@@ -88,8 +88,9 @@ def log_of(sandbox, job):
         return fh.read()
 
 
-def migrate_and_stop(w, sandbox, steps):
-    assert w.play("migrate.yml").rc == 0
+def migrate_and_stop(w, sandbox, steps, migrated_job=None):
+    """Migrate (or with ``migrated_job``, start as migrated), wait until ``steps()``, guarded stop."""
+    w.start(migrated_job)
     steps()
     stopped = w.play("guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra={"rlark_jobs": [w.name]})
     assert stopped.rc == 0, stopped
@@ -178,10 +179,10 @@ def test_resume_from_an_older_step_never_touches_the_original(sandbox, tmp_path,
         w.cleanup()
 
 
-def test_a_write_into_the_original_stops_only_the_new_job(sandbox, tmp_path, jobs_api):
+def test_a_write_into_the_original_stops_only_the_new_job(sandbox, tmp_path, jobs_api, migrated_job):
     w = Workload(sandbox, tmp_path)
     try:
-        original = migrate_and_stop(w, sandbox, lambda: w.wait_steps(2))
+        original = migrate_and_stop(w, sandbox, lambda: w.wait_steps(2), migrated_job)
         step = w.steps()[0]
         new = w.name + "-tamper"
         w.created.append(new)
@@ -251,11 +252,11 @@ def failed(run):
     return "\n".join(failed_messages(run))
 
 
-def test_a_resumed_job_resumes_again_and_a_step_asked_for_is_never_ignored(sandbox, tmp_path, jobs_api):
+def test_a_resumed_job_resumes_again_and_a_step_asked_for_is_never_ignored(sandbox, tmp_path, jobs_api, migrated_job):
     """Issue 32, items 2 and 3, through resume.yml with the launch manifest and deployment profile given."""
     w = Workload(sandbox, tmp_path)
     try:
-        migrate_and_stop(w, sandbox, lambda: w.wait_steps(2))
+        migrate_and_stop(w, sandbox, lambda: w.wait_steps(2), migrated_job)
         steps = w.steps()
         before_jobs = job_names(jobs_api)
         # Item 3: a step that does not exist is no step, not an incomplete one.

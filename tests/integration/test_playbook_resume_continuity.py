@@ -62,10 +62,10 @@ def tables(text):
     return out
 
 
-def migrate_and_stop(w, sandbox, steps, pick=None):
-    """Migrate, wait, guarded stop; with ``pick`` (an index into the checkpoints), the step to resume from and
-    the name of the Job that resume will create."""
-    assert w.play("migrate.yml").rc == 0
+def migrate_and_stop(w, sandbox, steps, pick=None, migrated_job=None):
+    """Migrate (or with ``migrated_job``, start as migrated), wait, guarded stop; with ``pick`` (an index into the
+    checkpoints), the step to resume from and the name of the Job that resume will create."""
+    w.start(migrated_job)
     steps()
     stopped = w.play("guarded_stop.yml", kubeconfig=sandbox.kubeconfig_operator, extra={"rlark_jobs": [w.name]})
     assert stopped.rc == 0, stopped
@@ -94,11 +94,11 @@ def new_root(sandbox, new):
     return os.path.join(sandbox.nodes_dir, "a100-01", "data", "rlinf", "logs", new, "checkpoints")
 
 
-def test_a_correct_resume_is_continuity_exact(sandbox, tmp_path, jobs_api):
+def test_a_correct_resume_is_continuity_exact(sandbox, tmp_path, jobs_api, migrated_job):
     w = Workload(sandbox, tmp_path)
     try:
         # An older step: the old run logged the steps after it.
-        step, new = migrate_and_stop(w, sandbox, lambda: w.wait_steps(2), pick=-2)
+        step, new = migrate_and_stop(w, sandbox, lambda: w.wait_steps(2), pick=-2, migrated_job=migrated_job)
         lost = w.records_of("stop")[-1]["data"]["lost_work"]
         assert lost["steps_after_checkpoint"] >= 0 and lost["seconds_from"], lost
         run = w.play("resume.yml", extra={"rlark_resume_source": w.name, "rlark_resume_step": step})
