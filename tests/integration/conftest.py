@@ -143,7 +143,8 @@ def sandbox(request):
 
 @pytest.fixture(scope="session")
 def migrated_job(sandbox, tmp_path_factory):
-    """(name, Job) of the example workload as migrate.yml creates it: one migrate per session for `running`.
+    """(name, Job) of the example workload as migrate.yml creates it: one migrate per session for `running` and the
+    scenarios that start from a migrated Job (``Workload.start``).
 
     The Job is read with the independent client and deleted at once (its checkpoints stay, in their own directory).
     """
