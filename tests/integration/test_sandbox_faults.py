@@ -2,14 +2,13 @@
 
 `sandbox.kill(component)` and `sandbox.restart()` (tests/integration/sandbox_faults.py) are what other
 fault tests use; here they are checked: the same Job (same uid), Tasks, Pod CRs, Nodes and S3 objects
-after the restart, rlark-sim going on with its reconciling, and `up --fresh` as the one way to an
-empty sandbox. Objects are read with the `kubernetes` package and boto3, not with the collection.
+after the restart, and rlark-sim going on with its reconciling (`status`, `up --fresh` and `down` on a
+second sandbox: test_sandbox_lifecycle.py). Objects are read with the `kubernetes` package and boto3, not
+with the collection.
 """
 
 import json
 import os
-import subprocess
-import sys
 
 import job_test_support as support
 import pytest
@@ -17,11 +16,11 @@ import sandbox_faults
 from job_test_support import demo_job, unique, wait_until
 from kubernetes import client, config
 from s3_support import s3_client
+from sandbox_nodes import FLEET_SIZE
 
 pytestmark = pytest.mark.sandbox
 GROUP, VERSION = "rlinf.io", "v1alpha1"
 cleanup = support.cleanup
-FLEET_SIZE = 9
 # Which components die together; rlark-sim outlives every kill it is not part of.
 KILLS = {
     "apiserver": ["apiserver"],
@@ -136,39 +135,3 @@ def test_s3_objects_survive_a_killed_s3_server(sandbox):
         assert got["Body"].read() == body and got["ETag"] == etag
     finally:
         s3.delete_object(Bucket=sandbox.s3_bucket, Key=key)
-
-
-def test_up_restarts_in_place_and_only_fresh_empties(sandbox, tmp_path):
-    """An isolated sandbox (no rlark-sim): status names the dead component, `up` keeps the Job, `up --fresh`
-    gives an empty sandbox on the same URL and credentials."""
-    state_dir = str(tmp_path / "sbx")
-    ctl = [sys.executable, os.path.join(support.ROOT, "sandbox", "sandboxctl.py"), "--dir", state_dir]
-
-    def run(*args):
-        return subprocess.run([*ctl, *args], capture_output=True, text=True, timeout=300, check=False)
-
-    try:
-        first = run("up", "--no-sim", "--crds", sandbox.crds)
-        assert first.returncode == 0, first.stdout + first.stderr
-        kubeconfig = os.path.join(state_dir, "kubeconfig")
-        name = unique("fresh")
-        created = custom(kubeconfig).create_cluster_custom_object(GROUP, VERSION, "jobs", demo_job(name, stopped=True))
-        sandbox_faults.kill(state_dir, "apiserver")
-        status = run("status")
-        assert status.returncode == 1 and "DEGRADED" in status.stdout, status.stdout
-        assert [line.split()[0] for line in status.stdout.splitlines() if " DEAD " in line] == ["kube-apiserver"]
-        assert "restarted kube-apiserver" in sandbox_faults.restart(state_dir)
-        kube = custom(kubeconfig)
-        assert (
-            kube.get_cluster_custom_object(GROUP, VERSION, "jobs", name)["metadata"]["uid"]
-            == created["metadata"]["uid"]
-        )
-        assert run("status").returncode == 0
-
-        fresh = run("up", "--fresh", "--no-sim", "--crds", sandbox.crds)
-        assert fresh.returncode == 0 and "fresh sandbox requested" in fresh.stdout, fresh.stdout + fresh.stderr
-        kube = custom(kubeconfig)  # the same file: same server URL (its port was free again) and tokens
-        assert listed(kube, "jobs") == []
-        assert len(listed(kube, "nodes")) == FLEET_SIZE
-    finally:
-        run("down")

@@ -12,21 +12,11 @@ import subprocess
 import pytest
 from helpers import ROOT
 from kubeapi_for_tests import Api
+from sandbox_nodes import EXPECTED_FLEET
 
 pytestmark = pytest.mark.sandbox
 
 JOBS = "/apis/rlinf.io/v1alpha1/jobs"
-EXPECTED_FLEET = {
-    ("rlark-a100", "a100-01"): ("Online", False, "head"),
-    ("rlark-a100", "a100-02"): ("Online", False, "rollout"),
-    ("rlark-a100", "a100-03"): ("Online", False, "rollout"),
-    ("rlark-a100", "dual-01"): ("Online", False, "spare"),
-    ("rlark-h100", "h100-01"): ("Online", False, "h100"),
-    ("rlark-h100", "h100-02"): ("Offline", False, "h100"),
-    ("rlark-h100", "dual-01"): ("Offline", True, "spare"),
-    ("rlark-edge", "robot-01"): ("Online", False, "robot"),
-    ("rlark-edge", "edge-01"): ("Online", False, "edge"),
-}
 
 
 def suffix():

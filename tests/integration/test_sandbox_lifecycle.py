@@ -1,7 +1,10 @@
-"""The sandbox's lifecycle: `down` leaves no process behind and `up` works again, on a second, isolated sandbox.
+"""A second, isolated sandbox's lifecycle: `up` reuses a running sandbox and restarts a killed component in place on
+the kept data, `up --fresh` empties it, `down` leaves no process behind and `up` works again.
 
-It runs once, on RLark's own CRDs (the Makefile's it-upstream group): stopping and starting the sandbox's
-processes does not depend on the CRD set, and each group's session sandbox already comes up on its own set.
+One sandbox serves the whole sequence (each fresh start costs about 20 CPU-s). It runs once, on RLark's own CRDs (the
+Makefile's it-upstream group): starting, stopping and restarting the sandbox's processes does not depend on the CRD
+set, and each group's session sandbox already comes up on its own set. Objects are read with the `kubernetes`
+package and the tests' REST client, never with the collection.
 """
 
 import json
@@ -11,12 +14,16 @@ import sys
 import time
 
 import pytest
+import sandbox_faults
 from helpers import ROOT
+from job_test_support import demo_job, unique
 from kubeapi_for_tests import Api
+from kubernetes import client, config
+from sandbox_nodes import FLEET_SIZE
 from sandboxlib import procs
 
 pytestmark = pytest.mark.sandbox
-FLEET_SIZE = 9
+GROUP, VERSION = "rlinf.io", "v1alpha1"
 
 
 def _pids_of(state_dir):
@@ -40,11 +47,16 @@ def _processes_mentioning(text):
     return found
 
 
-def test_down_leaves_no_process_and_up_works_again(sandbox, tmp_path):
-    """A second, isolated sandbox (own state dir and ports): down/up never disturbs the shared one."""
+def _jobs(kubeconfig):
+    return client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
+
+
+def test_a_second_sandbox_restarts_in_place_starts_fresh_and_leaves_no_process(sandbox, tmp_path):
+    """Own state dir and ports: nothing here disturbs the shared sandbox."""
     state_dir = str(tmp_path / "sbx")
     env = dict(os.environ, RLARK_SANDBOX_DIR=state_dir)
     ctl = [sys.executable, os.path.join(ROOT, "sandbox", "sandboxctl.py")]
+    kubeconfig = os.path.join(state_dir, "kubeconfig")
 
     def run(*args):
         return subprocess.run([*ctl, *args], env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -57,11 +69,33 @@ def test_down_leaves_no_process_and_up_works_again(sandbox, tmp_path):
         again = run("up", "--crds", sandbox.crds)
         assert again.returncode == 0 and "already running" in again.stdout, again.stdout + again.stderr
         assert _pids_of(state_dir) == pids  # reused, not restarted
+
+        # A killed apiserver: status names it, `up` restarts it alone on the kept data (the same Job, same uid).
+        name = unique("fresh")
+        created = _jobs(kubeconfig).create_cluster_custom_object(GROUP, VERSION, "jobs", demo_job(name, stopped=True))
+        sandbox_faults.kill(state_dir, "apiserver")
+        status = run("status")
+        assert status.returncode == 1 and "DEGRADED" in status.stdout, status.stdout
+        assert [line.split()[0] for line in status.stdout.splitlines() if " DEAD " in line] == ["kube-apiserver"]
+        assert "restarted kube-apiserver" in sandbox_faults.restart(state_dir)
+        kept = _jobs(kubeconfig).get_cluster_custom_object(GROUP, VERSION, "jobs", name)
+        assert kept["metadata"]["uid"] == created["metadata"]["uid"]
+        assert run("status").returncode == 0
+
+        # `up --fresh`: an empty sandbox on the same URL and credentials (the same kubeconfig file works).
+        fresh = run("up", "--fresh", "--crds", sandbox.crds)
+        assert fresh.returncode == 0 and "fresh sandbox requested" in fresh.stdout, fresh.stdout + fresh.stderr
+        kube = _jobs(kubeconfig)
+        assert kube.list_cluster_custom_object(GROUP, VERSION, "jobs")["items"] == []
+        assert len(kube.list_cluster_custom_object(GROUP, VERSION, "nodes")["items"]) == FLEET_SIZE
+
+        # `down`: no process of it is left, and `up` works again.
+        pids = _pids_of(state_dir)
         down = run("down")
         assert down.returncode == 0, down.stdout + down.stderr
         assert not _processes_mentioning(state_dir), "left behind: %s" % _processes_mentioning(state_dir)
-        for name, pid in pids.items():
-            assert not procs.alive({"pid": pid, "start": procs.start_time(pid) or -1}), name
+        for component, pid in pids.items():
+            assert not procs.alive({"pid": pid, "start": procs.start_time(pid) or -1}), component
         assert run("status").returncode == 3
         second = run("up", "--crds", sandbox.crds)
         assert second.returncode == 0, second.stdout + second.stderr
