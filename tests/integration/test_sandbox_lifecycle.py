@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 import sandbox_faults
@@ -21,6 +22,7 @@ from kubeapi_for_tests import Api
 from kubernetes import client, config
 from sandbox_nodes import FLEET_SIZE
 from sandboxlib import procs
+from sim_support import wait_sim_passes
 
 pytestmark = pytest.mark.sandbox
 GROUP, VERSION = "rlinf.io", "v1alpha1"
@@ -73,6 +75,8 @@ def test_a_second_sandbox_restarts_in_place_starts_fresh_and_leaves_no_process(s
         # A killed apiserver: status names it, `up` restarts it alone on the kept data (the same Job, same uid).
         name = unique("fresh")
         created = _jobs(kubeconfig).create_cluster_custom_object(GROUP, VERSION, "jobs", demo_job(name, stopped=True))
+        # rlark-sim has started (`up` does not wait for it) and acted on the Job: the kill hits a running sim.
+        wait_sim_passes(types.SimpleNamespace(dir=state_dir), created, passes=1)
         sandbox_faults.kill(state_dir, "apiserver")
         status = run("status")
         assert status.returncode == 1 and "DEGRADED" in status.stdout, status.stdout
