@@ -9,6 +9,8 @@ import sys
 import threading
 import time
 
+import requests
+
 from .agent import Agent
 from .collector import GarbageCollector
 from .controller import Controller, NodeIndex
@@ -54,13 +56,24 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def ensure_namespace(kube, name):
-    try:
-        kube.create_if_missing(
-            core_path("v1", "namespaces"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        )
-    except ApiError as exc:
-        log.warning("namespace %s: %s", name, exc)
+def ensure_namespace(kube, name, timeout=60, sleep=time.sleep):
+    """Create namespace ``name`` if missing; retried while the apiserver does not answer (it may be restarting
+    while rlark-sim starts: `sandboxctl up` does not wait for the sim), like the informers' lists."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            kube.create_if_missing(
+                core_path("v1", "namespaces"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            )
+            return
+        except ApiError as exc:
+            log.warning("namespace %s: %s", name, exc)
+            return
+        except requests.ConnectionError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            log.warning("namespace %s: apiserver not answering, retrying: %s", name, exc)
+            sleep(0.5)
 
 
 PASS_RECORD = "rlark-sim-pass.json"
