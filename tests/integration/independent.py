@@ -3,15 +3,22 @@
 The collection's own readers (``jobs.py``, ``kube.py``, ``rlark_job_info``) are what the modules' waits
 rely on, so a test that checks "nothing was created" or "no Pod CR is left" with them cannot catch their
 bugs. These helpers read the API server with the sandbox's stdlib client (``sandbox/sandboxlib/kubeapi.py``)
-and the admin token.
+and the admin token; ``custom_objects`` gives the `kubernetes` package's client, through a kubeconfig.
 """
 
 from urllib.parse import quote
 
 from helpers import wait_until
 from kubeapi_for_tests import Api
+from kubernetes import client, config
 
 GROUP = "/apis/rlinf.io/v1alpha1"
+
+
+def custom_objects(kubeconfig):
+    """The `kubernetes` package's custom-objects client through ``kubeconfig`` (a new connection each call: after an
+    apiserver restart the old one is dead)."""
+    return client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
 
 
 def _api(sandbox):

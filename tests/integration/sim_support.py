@@ -48,16 +48,17 @@ INFORMER_OF_KIND = {"Job": "jobs", "Task": "tasks", "Node": "nodes", "Pod": "pod
 PASS_TIMEOUT = 120  # only reached when rlark-sim is stuck: a pass takes about a second even under load
 
 
-def read_pass_record(sandbox):
+def read_pass_record(state_dir):
     try:
-        with open(os.path.join(sandbox.dir, PASS_RECORD)) as fh:
+        with open(os.path.join(state_dir, PASS_RECORD)) as fh:
             return json.load(fh)
     except (FileNotFoundError, ValueError):  # not written yet, or replaced while read
         return None
 
 
-def wait_sim_passes(sandbox, *written, passes=2, timeout=PASS_TIMEOUT):
-    """Until ``passes`` whole rlark-sim passes ended that began with every object in ``written`` seen.
+def wait_sim_passes(state_dir, *written, passes=2, timeout=PASS_TIMEOUT):
+    """Until ``passes`` whole rlark-sim passes of the sandbox in ``state_dir`` ended that began with every object in
+    ``written`` seen.
 
     ``written``: what the test's writes returned (each has kind and resourceVersion). This is the condition
     a "nothing happens after X" assertion needs in place of a sleep: rlark-sim has acted on X, twice, so its
@@ -71,7 +72,7 @@ def wait_sim_passes(sandbox, *written, passes=2, timeout=PASS_TIMEOUT):
     first, pid = None, None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        record = read_pass_record(sandbox)
+        record = read_pass_record(state_dir)
         if record is not None:
             if record["pid"] != pid:  # rlark-sim restarted: count its passes afresh
                 first, pid = None, record["pid"]

@@ -13,7 +13,8 @@ import pytest
 import sim_support
 from ckpt_gate_support import LocalSource, S3Source, run_gate
 from helpers import run_ansible_module, wait_until
-from kubernetes import client, config
+from independent import custom_objects
+from kubernetes import client
 
 pytestmark = pytest.mark.sandbox
 GROUP, VERSION = "rlinf.io", "v1alpha1"
@@ -21,7 +22,7 @@ GROUP, VERSION = "rlinf.io", "v1alpha1"
 
 @pytest.fixture(scope="module")
 def api(sandbox):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    return custom_objects(sandbox.kubeconfig)
 
 
 @pytest.fixture

@@ -24,7 +24,8 @@ import urllib.parse
 import pytest
 from conftest import sandboxctl
 from helpers import ROOT, ensure_collection_link
-from kubernetes import client, config
+from independent import custom_objects
+from kubernetes import client
 
 pytestmark = pytest.mark.sandbox
 GROUP, VERSION = "rlinf.io", "v1alpha1"
@@ -170,7 +171,7 @@ def p95(values):
 
 @pytest.fixture
 def api(sandbox):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    return custom_objects(sandbox.kubeconfig)
 
 
 @pytest.fixture

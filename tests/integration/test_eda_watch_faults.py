@@ -21,7 +21,8 @@ import time
 import urllib.request
 
 import pytest
-from kubernetes import client, config
+from independent import custom_objects
+from kubernetes import client
 from test_eda_source import SourceRun, training_job
 
 pytestmark = pytest.mark.sandbox
@@ -107,7 +108,7 @@ def etcd_compact(sandbox):
 
 @pytest.fixture
 def api(sandbox):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    return custom_objects(sandbox.kubeconfig)
 
 
 def wait_phase(api, name, phase, timeout=120):

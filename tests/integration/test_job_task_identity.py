@@ -11,8 +11,9 @@ import time
 import job_test_support as support
 import pytest
 import sim_support
+from independent import custom_objects
 from job_test_support import demo_job, run_module, unique
-from kubernetes import client, config
+from kubernetes import client
 
 pytestmark = pytest.mark.sandbox
 GROUP, VERSION = "rlinf.io", "v1alpha1"
@@ -21,7 +22,7 @@ cleanup, sim_mode = support.cleanup, sim_support.sim_mode
 
 @pytest.fixture(scope="module")
 def kube(sandbox):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    return custom_objects(sandbox.kubeconfig)
 
 
 @pytest.fixture
@@ -82,7 +83,7 @@ def test_two_tasks_of_one_name_end_the_wait_and_show_in_info(sandbox, kube, clea
         touched = kube.patch_cluster_custom_object(
             GROUP, VERSION, "jobs", name, {"metadata": {"annotations": {"t": str(time.time())}}}
         )
-        sim_support.wait_sim_passes(sandbox, touched)
+        sim_support.wait_sim_passes(sandbox.dir, touched)
     assert ("rlark-a100", name + "-env") in task_keys(kube, name) and ("rlark-h100", name + "-env") in task_keys(
         kube, name
     )

@@ -9,15 +9,15 @@ checked with the kubernetes package, not with the collection's reader.
 
 import job_test_support as support
 import pytest
+from independent import custom_objects
 from job_test_support import demo_job, run_module, unique
-from kubernetes import client, config
 
 pytestmark = pytest.mark.sandbox
 cleanup = support.cleanup
 
 
 def phase(sandbox, name):
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api = custom_objects(sandbox.kubeconfig)
     return (api.get_cluster_custom_object("rlinf.io", "v1alpha1", "jobs", name).get("status") or {}).get("phase")
 
 

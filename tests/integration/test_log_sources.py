@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import run_playbook
+from independent import custom_objects
 from job_test_support import wait_until
-from kubernetes import client, config
 from playbook_support import Workload
 from refusals import findings, stopping_errors, task_result
 from test_sandbox_data_plane import _task
@@ -36,7 +36,7 @@ def trainer_file(w, pod):
 
 
 def stopped(sandbox, name):
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api = custom_objects(sandbox.kubeconfig)
     return bool(api.get_cluster_custom_object(GROUP, VERSION, "jobs", name)["spec"].get("stopped"))
 
 
@@ -137,7 +137,7 @@ PLAY = textwrap.dedent(
 
 def test_a_multi_cluster_job_reads_each_tasks_logs_from_its_own_cluster(sandbox, tmp_path):
     name = "mc-%s" % os.path.basename(str(tmp_path))[-6:].lower().replace("_", "")
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api = custom_objects(sandbox.kubeconfig)
     env = {"SIM_STEP_SECONDS": "0.2", "SIM_RAY_CHECK_SECONDS": "1"}
     body = {
         "apiVersion": "%s/%s" % (GROUP, VERSION),

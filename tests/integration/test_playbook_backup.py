@@ -13,7 +13,8 @@ import time
 
 import pytest
 import yaml
-from kubernetes import client, config
+from independent import custom_objects
+from kubernetes import client
 from playbook_support import Workload, failed_messages
 from refusals import task_result
 from s3_support import s3_client
@@ -48,7 +49,7 @@ def sha(data):
 
 
 def stopped(sandbox, name):
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api = custom_objects(sandbox.kubeconfig)
     jobs = api.list_cluster_custom_object(GROUP, VERSION, "jobs", field_selector="metadata.name=" + name)["items"]
     return bool(jobs[0]["spec"].get("stopped"))
 
@@ -179,7 +180,7 @@ def test_directory_backup_stale_then_an_interrupted_copy_continues(sandbox, tmp_
 def node_lost(sandbox, node, directory, graveyard):
     """The node that held a hostPath checkpoint is gone: cordoned (its Node CR unschedulable, so it reads Offline)
     and the checkpoint directory no longer there (moved aside by the test, to compare it afterwards)."""
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api = custom_objects(sandbox.kubeconfig)
     api.patch_namespaced_custom_object(GROUP, VERSION, "rlark-a100", "nodes", node, {"spec": {"unschedulable": True}})
     shutil.move(directory, graveyard)
     return lambda: api.patch_namespaced_custom_object(
@@ -233,7 +234,7 @@ def assert_resumed_on_dual(sandbox, w, new, step):
     """The new Job ran on dual-01 (its head task's nodeSelector) from step N+1; the original stays stopped."""
     verify = w.records_of("verify", job=new)[-1]["data"]
     assert verify["ok"] and verify["resume"]["first_step"] == int(step.rpartition("_")[2]) + 1, verify
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api = custom_objects(sandbox.kubeconfig)
     job = api.get_cluster_custom_object(GROUP, VERSION, "jobs", new)
     head = next(t for t in job["spec"]["tasks"] if t.get("nodeSelector"))
     assert head["nodeSelector"] == PLACE
@@ -343,7 +344,7 @@ def test_resume_from_a_backup_host_reads_it_where_the_node_mounts_it(sandbox, tm
     w.created.append(new)
     graveyard = str(tmp_path / "lost-node-checkpoints")
     uncordon = link = None
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api = custom_objects(sandbox.kubeconfig)
     try:
         w.start(migrated_job)
         w.wait_steps(2)

@@ -7,7 +7,7 @@ kubernetes client, not the collection.
 import os
 
 import pytest
-from kubernetes import client, config
+from independent import custom_objects
 from playbook_support import Workload, all_output
 
 pytestmark = pytest.mark.sandbox
@@ -15,7 +15,7 @@ GROUP, VERSION = "rlinf.io", "v1alpha1"
 
 
 def job_names(sandbox):
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api = custom_objects(sandbox.kubeconfig)
     return sorted(j["metadata"]["name"] for j in api.list_cluster_custom_object(GROUP, VERSION, "jobs")["items"])
 
 

@@ -10,7 +10,7 @@ import os
 import time
 
 import pytest
-from kubernetes import client, config
+from independent import custom_objects
 from playbook_support import Workload, all_output, to_object_storage
 from s3_support import s3_client
 
@@ -34,7 +34,7 @@ def step_files(step_dir):
 
 
 def job_names(sandbox):
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    api = custom_objects(sandbox.kubeconfig)
     return sorted(j["metadata"]["name"] for j in api.list_cluster_custom_object(GROUP, VERSION, "jobs")["items"])
 
 

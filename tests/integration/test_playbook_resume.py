@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from kubernetes import client, config
+from independent import custom_objects
 from playbook_support import Workload, all_output, failed_messages, to_object_storage, without_server_fields
 from s3_support import s3_client
 
@@ -73,7 +73,7 @@ def wait_for(what, check, timeout=150):
 
 @pytest.fixture(scope="module")
 def jobs_api(sandbox):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    return custom_objects(sandbox.kubeconfig)
 
 
 def job_names(jobs_api):

@@ -12,7 +12,7 @@ import os
 import re
 
 import pytest
-from kubernetes import client, config
+from independent import custom_objects
 from playbook_support import Workload, all_output
 from test_playbook_resume import local_tree_hashes, log_of, wait_for
 
@@ -23,7 +23,7 @@ TABLE_STEP = re.compile(r"│\s*Global Step:\s*(\d+)/")
 
 @pytest.fixture(scope="module")
 def jobs_api(sandbox):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    return custom_objects(sandbox.kubeconfig)
 
 
 def with_env(**env):

@@ -25,6 +25,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 import yaml
 from helpers import ROOT
+from independent import custom_objects
 from job_test_support import wait_until
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
@@ -89,7 +90,7 @@ def _task(name, node, head, env, script=""):
 
 @pytest.fixture(scope="module")
 def crs(sandbox):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    return custom_objects(sandbox.kubeconfig)
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import os
 import job_test_support as support
 import pytest
 import sandbox_faults
+from independent import custom_objects
 from job_test_support import demo_job, unique, wait_until
 from kubernetes import client, config
 from s3_support import s3_client
@@ -27,10 +28,6 @@ KILLS = {
     "etcd": ["etcd"],
     "everything": ["sim", "apiserver", "data-plane-a100", "s3", "etcd"],
 }
-
-
-def custom(kubeconfig):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
 
 
 def uids(items):
@@ -77,7 +74,7 @@ def stop_is_processed(kube, name):
 
 @pytest.mark.parametrize("killed", list(KILLS))
 def test_a_job_survives_killed_components_and_rlark_sim_goes_on(sandbox, cleanup, killed):
-    kube = custom(sandbox.kubeconfig)
+    kube = custom_objects(sandbox.kubeconfig)
     name = unique("fault")
     cleanup.append(name)
     job_uid = kube.create_cluster_custom_object(GROUP, VERSION, "jobs", demo_job(name))["metadata"]["uid"]
@@ -94,7 +91,7 @@ def test_a_job_survives_killed_components_and_rlark_sim_goes_on(sandbox, cleanup
     assert "restarted " in out and "starting a fresh one" not in out, out
 
     assert all(sandbox.alive().values()), sandbox.alive()
-    kube = custom(sandbox.kubeconfig)  # a new connection; the old one died with the apiserver
+    kube = custom_objects(sandbox.kubeconfig)  # a new connection; the old one died with the apiserver
     assert kube.get_cluster_custom_object(GROUP, VERSION, "jobs", name)["metadata"]["uid"] == job_uid
     assert uids(listed(kube, "tasks", "rlinf.io/job=" + name)) == uids(tasks)
     assert uids(job_pod_crs(kube, name)) == uids(pods)
@@ -107,7 +104,7 @@ def test_a_job_survives_killed_components_and_rlark_sim_goes_on(sandbox, cleanup
 
 def test_a_stop_sent_just_before_an_apiserver_kill_is_carried_out(sandbox, cleanup):
     """The shape fault tests of the stop path use: stop patch, SIGKILL, restart; rlark-sim finishes the stop."""
-    kube = custom(sandbox.kubeconfig)
+    kube = custom_objects(sandbox.kubeconfig)
     name = unique("fault")
     cleanup.append(name)
     kube.create_cluster_custom_object(GROUP, VERSION, "jobs", demo_job(name))
@@ -115,7 +112,7 @@ def test_a_stop_sent_just_before_an_apiserver_kill_is_carried_out(sandbox, clean
     kube.patch_cluster_custom_object(GROUP, VERSION, "jobs", name, {"spec": {"stopped": True}})
     sandbox.kill("apiserver")
     sandbox.restart()
-    kube = custom(sandbox.kubeconfig)
+    kube = custom_objects(sandbox.kubeconfig)
     assert kube.get_cluster_custom_object(GROUP, VERSION, "jobs", name)["spec"]["stopped"] is True
     wait_until(lambda: not job_pod_crs(kube, name), timeout=120)
     tasks = listed(kube, "tasks", "rlinf.io/job=" + name)

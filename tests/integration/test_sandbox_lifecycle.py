@@ -12,14 +12,13 @@ import os
 import subprocess
 import sys
 import time
-import types
 
 import pytest
 import sandbox_faults
 from helpers import ROOT
+from independent import custom_objects
 from job_test_support import demo_job, unique
 from kubeapi_for_tests import Api
-from kubernetes import client, config
 from sandbox_nodes import FLEET_SIZE
 from sandboxlib import procs
 from sim_support import wait_sim_passes
@@ -49,10 +48,6 @@ def _processes_mentioning(text):
     return found
 
 
-def _jobs(kubeconfig):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
-
-
 def test_a_second_sandbox_restarts_in_place_starts_fresh_and_leaves_no_process(sandbox, tmp_path):
     """Own state dir and ports: nothing here disturbs the shared sandbox."""
     state_dir = str(tmp_path / "sbx")
@@ -74,22 +69,24 @@ def test_a_second_sandbox_restarts_in_place_starts_fresh_and_leaves_no_process(s
 
         # A killed apiserver: status names it, `up` restarts it alone on the kept data (the same Job, same uid).
         name = unique("fresh")
-        created = _jobs(kubeconfig).create_cluster_custom_object(GROUP, VERSION, "jobs", demo_job(name, stopped=True))
+        created = custom_objects(kubeconfig).create_cluster_custom_object(
+            GROUP, VERSION, "jobs", demo_job(name, stopped=True)
+        )
         # rlark-sim has started (`up` does not wait for it) and acted on the Job: the kill hits a running sim.
-        wait_sim_passes(types.SimpleNamespace(dir=state_dir), created, passes=1)
+        wait_sim_passes(state_dir, created, passes=1)
         sandbox_faults.kill(state_dir, "apiserver")
         status = run("status")
         assert status.returncode == 1 and "DEGRADED" in status.stdout, status.stdout
         assert [line.split()[0] for line in status.stdout.splitlines() if " DEAD " in line] == ["kube-apiserver"]
         assert "restarted kube-apiserver" in sandbox_faults.restart(state_dir)
-        kept = _jobs(kubeconfig).get_cluster_custom_object(GROUP, VERSION, "jobs", name)
+        kept = custom_objects(kubeconfig).get_cluster_custom_object(GROUP, VERSION, "jobs", name)
         assert kept["metadata"]["uid"] == created["metadata"]["uid"]
         assert run("status").returncode == 0
 
         # `up --fresh`: an empty sandbox on the same URL and credentials (the same kubeconfig file works).
         fresh = run("up", "--fresh", "--crds", sandbox.crds)
         assert fresh.returncode == 0 and "fresh sandbox requested" in fresh.stdout, fresh.stdout + fresh.stderr
-        kube = _jobs(kubeconfig)
+        kube = custom_objects(kubeconfig)
         assert kube.list_cluster_custom_object(GROUP, VERSION, "jobs")["items"] == []
         assert len(kube.list_cluster_custom_object(GROUP, VERSION, "nodes")["items"]) == FLEET_SIZE
 

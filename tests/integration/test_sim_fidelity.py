@@ -329,7 +329,7 @@ def owned_task(api, job_name):
 def test_garbage_collector_without_controller_and_no_gc(sandbox, api, jobs, sim_mode):
     sim_mode(add=["--no-controller"])  # one flag-like --sim-args value: parsed, not an argparse error
     name = jobs("gc", [default_task("actor", head=True)])
-    sim_support.wait_sim_passes(sandbox, get_job(api, name), owned_task(api, name))
+    sim_support.wait_sim_passes(sandbox.dir, get_job(api, name), owned_task(api, name))
     assert list(tasks_by_key(api, name)) == [("default", name + "-by-hand")]  # no controller: no Task of its own
     api.delete_cluster_custom_object(GROUP, VERSION, "jobs", name)
     wait_for(lambda: not tasks_by_key(api, name), what="cascade by the garbage collector")
@@ -338,6 +338,6 @@ def test_garbage_collector_without_controller_and_no_gc(sandbox, api, jobs, sim_
     owned_task(api, name)
     api.delete_cluster_custom_object(GROUP, VERSION, "jobs", name)  # answers a Status: no resourceVersion
     # a later Job event: a pass that saw it saw the delete before it
-    sim_support.wait_sim_passes(sandbox, get_job(api, jobs("mark", [default_task("actor")])))
+    sim_support.wait_sim_passes(sandbox.dir, get_job(api, jobs("mark", [default_task("actor")])))
     assert list(tasks_by_key(api, name)) == [("default", name + "-by-hand")]
     api.delete_namespaced_custom_object(GROUP, VERSION, "default", "tasks", name + "-by-hand")

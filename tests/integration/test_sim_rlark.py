@@ -16,6 +16,7 @@ import time
 import pytest
 import sim_support
 from helpers import ROOT
+from independent import custom_objects
 from kubernetes import client, config
 
 pytestmark = pytest.mark.sandbox
@@ -26,7 +27,7 @@ GROUP, VERSION = "rlinf.io", "v1alpha1"
 # ---------------------------------------------------------------- helpers
 @pytest.fixture(scope="module")
 def api(sandbox):
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=sandbox.kubeconfig))
+    return custom_objects(sandbox.kubeconfig)
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +197,7 @@ def sim_acted_on(api, sandbox, *written):
     controller-manager in place of rlark-sim's controller its passes cannot be seen: a probe Job's Task, made
     after the writes, is one more trip through its work queue.
     """
-    sim_support.wait_sim_passes(sandbox, *written)
+    sim_support.wait_sim_passes(sandbox.dir, *written)
     if sandbox.state.get("controller_manager"):
         probe = "zz-probe-%s" % secrets.token_hex(3)
         body = {"apiVersion": "rlinf.io/v1alpha1", "kind": "Job", "metadata": {"name": probe}}
@@ -660,7 +661,7 @@ def test_killing_and_restarting_sim_keeps_the_same_objects(sandbox, api, apps, j
     assert new_proc["pid"] != proc["pid"]
     # The restarted trainer behaves like a restarted container: the run script starts again.
     wait_for(lambda: read_log(sandbox, name, name + "-actor-0").count("Executing run script...") == 2, timeout=30)
-    sim_support.wait_sim_passes(sandbox, passes=3)  # whole passes of the new process
+    sim_support.wait_sim_passes(sandbox.dir, passes=3)  # whole passes of the new process
     assert snapshot(api, apps, name, names) == before
     assert job_phase(api, name) == "Running"
     merge_patch_job(api, name, {"spec": {"stopped": True}})
