@@ -92,7 +92,10 @@ docs-check: venv collection
 	@echo ">> docsite and changelog (antsibull-docs, antsibull-changelog)"
 	$(call run_pytest,docs-check,tests/docsite -q)
 
-lint: ruff ansible-lint galaxy-import docs-check
+# The lint steps, in the two chains of `make checks` (LINT_SIDE: the tarball's and the docsite's checks).
+LINT_MAIN := ruff ansible-lint
+LINT_SIDE := galaxy-import docs-check
+lint: $(LINT_MAIN) $(LINT_SIDE)
 
 # ansible-test only runs inside a real ansible_collections/<ns>/<name> tree: copy the tracked files.
 ANSIBLE_TEST_CACHE := $(HOME)/.ansible/test/cache
@@ -220,10 +223,10 @@ checks: venv collection
 	@$(MAKE) --no-print-directory -j2 -O checks-chain checks-side
 
 checks-chain: venv collection
-	@$(MAKE) --no-print-directory -j1 ruff ansible-lint sanity unit mutation-quick bench-quick
+	@$(MAKE) --no-print-directory -j1 $(LINT_MAIN) sanity unit mutation-quick bench-quick
 
 checks-side: venv collection
-	@$(MAKE) --no-print-directory -j1 galaxy-import docs-check
+	@$(MAKE) --no-print-directory -j1 $(LINT_SIDE)
 
 # The suite must pass on a loaded 2-core machine: the same `make test` with two CPU burners beside it
 # (stopped by their PIDs when it ends).
