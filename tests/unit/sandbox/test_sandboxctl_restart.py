@@ -76,3 +76,43 @@ def test_commands_on_a_state_dir_without_sandbox_answer_3(tmp_path, command):
         check=False,
     )
     assert run.returncode == 3, run.stdout + run.stderr
+
+
+def launch_waiting_for(tmp_path, name, other):
+    """A service whose graceful stop waits (up to 5 s) until `other` has been told to stop as well."""
+    term, mine, saw = (tmp_path / ("term-" + n) for n in (other, name, "saw-" + name))
+    on_term = "touch %s; for i in $(seq 50); do [ -e %s ] && touch %s && break; sleep 0.1; done; exit 0" % (
+        mine,
+        term,
+        saw,
+    )
+    script = "trap '%s' TERM; echo ready > %s; while :; do sleep 0.05; done" % (on_term, tmp_path / ("ready-" + name))
+    proc = procs.launch(name, ["sh", "-c", script], str(tmp_path / (name + ".log")))
+    deadline = time.monotonic() + 10
+    while not (tmp_path / ("ready-" + name)).exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    return proc
+
+
+def test_servers_stopped_together_are_all_told_before_any_is_waited_for(tmp_path):
+    first, second = (launch_waiting_for(tmp_path, n, o) for n, o in (("a", "b"), ("b", "a")))
+    procs.stop_together([first, second], timeout=10)
+    assert not procs.group_pids(first["pid"]) and not procs.group_pids(second["pid"])
+    assert (tmp_path / "term-saw-a").exists() and (tmp_path / "term-saw-b").exists()
+
+
+def test_a_service_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path):
+    proc = procs.launch("stubborn", ["sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"], str(tmp_path / "s.log"))
+    procs.stop_together([proc], timeout=0.5)
+    assert not procs.alive(proc) and not procs.group_pids(proc["pid"])
+
+
+def test_down_stops_the_clients_then_the_servers_together_and_etcd_last(tmp_path, monkeypatch):
+    stages = []
+    monkeypatch.setattr(procs, "stop_together", lambda recorded: stages.append(sorted(p["name"] for p in recorded)))
+    state = {"procs": {name: {"name": name} for name in sandboxctl.SERVICES}}
+    sandboxctl.stop_all(Layout(str(tmp_path)), state)
+    servers = sorted(set(sandboxctl.CONTROL_PLANE) - {"etcd"})
+    assert stages == [["rlark-controller-manager", "rlark-sim"], servers, ["etcd"]]
+    assert "kube-apiserver" in servers and "s3" in servers
