@@ -148,7 +148,8 @@ IT_PLAYBOOKS_UPSTREAM := $(IT)/test_playbook_resume_continuity.py $(IT)/test_pla
                          $(IT)/test_playbook_people.py
 # Files of playbook runs that would otherwise fall to it-api (2026-12-04: the slowest group, 1089 s of tests
 # against 852 and 895): the rulebook's stops run in it-playbooks. The fleet-wide stop check went back to it-api
-# once the sandbox's apiserver restarts stopped waiting out its graceful shutdown (it-api was then 50 s shorter).
+# once the sandbox's apiserver restarts stopped waiting out a graceful shutdown (2026-12-05, 6a7b9ca: the three
+# groups then ended within 15-28 s of each other).
 IT_API_IN_PLAYBOOKS := $(IT)/test_eda_rulebook.py
 # The Job writes' module tests run once, on RLark's own CRDs: the modules' requests do not depend on the CRD set,
 # and RLark's CRDs are the ones the writes must pass in production (on the project's they took 172 s of it-api).

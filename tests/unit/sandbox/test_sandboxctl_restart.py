@@ -79,12 +79,13 @@ def test_commands_on_a_state_dir_without_sandbox_answer_3(tmp_path, command):
 
 
 def launch_waiting_for(tmp_path, name, other):
-    """A service whose graceful stop waits (up to 5 s) until `other` has been told to stop as well."""
-    term, mine, saw = (tmp_path / ("term-" + n) for n in (other, name, "saw-" + name))
+    """A service whose graceful stop waits (up to 5 s) until `other` has been told to stop as well; it leaves
+    ``told-<name>`` when told, and ``saw-both-<name>`` when it saw the other told in time."""
+    told, other_told, saw_both = (tmp_path / f for f in ("told-" + name, "told-" + other, "saw-both-" + name))
     on_term = "touch %s; for i in $(seq 50); do [ -e %s ] && touch %s && break; sleep 0.1; done; exit 0" % (
-        mine,
-        term,
-        saw,
+        told,
+        other_told,
+        saw_both,
     )
     script = "trap '%s' TERM; echo ready > %s; while :; do sleep 0.05; done" % (on_term, tmp_path / ("ready-" + name))
     proc = procs.launch(name, ["sh", "-c", script], str(tmp_path / (name + ".log")))
@@ -99,7 +100,7 @@ def test_servers_stopped_together_are_all_told_before_any_is_waited_for(tmp_path
     first, second = (launch_waiting_for(tmp_path, n, o) for n, o in (("a", "b"), ("b", "a")))
     procs.stop_together([first, second], timeout=10)
     assert not procs.group_pids(first["pid"]) and not procs.group_pids(second["pid"])
-    assert (tmp_path / "term-saw-a").exists() and (tmp_path / "term-saw-b").exists()
+    assert (tmp_path / "saw-both-a").exists() and (tmp_path / "saw-both-b").exists()
 
 
 def test_a_service_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path):
