@@ -158,7 +158,7 @@ IT_API_IN_UPSTREAM := $(IT)/test_job_modules.py
 # on the CRD set. With it here, the long log lines run in it-api (2026-12-05: it-upstream was the slowest group).
 IT_API_IN_UPSTREAM += $(IT)/test_sandbox_lifecycle.py
 # Files that mostly wait on rlark-sim's clock (grace periods, trainer steps, restarts) run first in their group,
-# while the checks keep both cores busy; run last they left a core idle at the end of the run.
+# while the checks keep both cores busy; run last they left part of a core idle at the end of a warm run.
 IT_WAITS_FIRST := $(IT)/test_sim_rlark.py $(IT)/test_sim_fidelity.py $(IT)/test_eda_source.py $(IT)/test_eda_rulebook.py \
                   $(IT)/test_sandbox_data_plane.py $(IT)/test_sandbox_faults.py $(IT)/test_ckpt_gate_sim.py
 waits_first = $(filter $(IT_WAITS_FIRST),$(1)) $(filter-out $(IT_WAITS_FIRST),$(1))
