@@ -55,13 +55,37 @@ def write_figures(mode):
             except ValueError:
                 continue
         stamp = datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.timezone.utc)
-        lines += ["", "## %s (measured %s)" % (name, stamp.strftime("%Y-%m-%d %H:%M UTC")), "", "| figure | value |"]
-        lines.append("|---|---|")
-        for key, value in _flatten(data):
-            lines.append("| %s | %s |" % (key, json.dumps(value) if not isinstance(value, str) else value))
+        lines += ["", "## %s (measured %s)" % (name, stamp.strftime("%Y-%m-%d %H:%M UTC"))]
+        records = {key: value for key, value in data.items() if _is_records(value)} if isinstance(data, dict) else {}
+        rest = {key: value for key, value in data.items() if key not in records} if records else data
+        lines += ["", "| figure | value |", "|---|---|"]
+        lines += ["| %s | %s |" % (key, _text(value)) for key, value in _flatten(rest)]
+        for key, value in records.items():
+            lines += ["", "### %s" % key, ""] + _record_table(value)
     with open(FIGURES, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     return FIGURES
+
+
+def _is_records(value):
+    """A dict of two or more dicts (runs keyed by their start-end time, say): one table row each."""
+    return isinstance(value, dict) and len(value) > 1 and all(isinstance(v, dict) for v in value.values())
+
+
+def _record_table(records):
+    """Columns for the scalar fields every record has; the other fields of a row in its last column."""
+    rows = list(records.values())
+    common = [k for k in rows[0] if all(k in row and not isinstance(row[k], (dict, list)) for row in rows)]
+    lines = ["| | %s | more |" % " | ".join(common), "|---|%s---|" % ("---|" * len(common))]
+    for key, row in records.items():
+        others = {k: v for k, v in row.items() if k not in common}
+        more = "; ".join("%s %s" % (k, _text(v)) for k, v in _flatten(others))
+        lines.append("| %s | %s | %s |" % (key, " | ".join(_text(row[k]) for k in common), more))
+    return lines
+
+
+def _text(value):
+    return (value if isinstance(value, str) else json.dumps(value)).replace("|", "\\|")
 
 
 def _flatten(data, prefix=""):
