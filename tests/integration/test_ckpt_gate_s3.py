@@ -5,8 +5,9 @@ every row of the table complete, with its first required entry missing and with 
 missing (the parts a save writes last: the sibling-step rule names them); every other case (each required
 entry missing, marker missing, leftover .tmp, stale extra shards, tracker mismatch, truncated payload, write
 too recent) on the representative rows (an FSDP and an FSDP2 layout, Megatron with and without torch_dist).
-The full cross product runs on disk in tests/unit/checkpoint/test_gate_matrix.py over the same table and
-cases. Each case lives under its own prefix of one run prefix that is removed at the end.
+The full cross product runs in tests/unit/checkpoint/test_gate_matrix.py over the same table and cases, on
+disk and through S3Source from an in-memory ListObjectsV2 (test_matrix_through_the_s3_reader: every case above,
+stale markers included). Each case lives under its own prefix of one run prefix that is removed at the end.
 """
 
 import uuid

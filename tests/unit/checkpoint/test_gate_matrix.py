@@ -1,11 +1,12 @@
 # Copyright: rlark.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every row of the completeness table x every failure case, on disk."""
+"""Every row of the completeness table x every failure case, on disk and through the S3 reader."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import os
 import sys
 
@@ -16,6 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ckpt_fixtures as F
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.local import LocalSource
+from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import S3Source
+from fake_s3 import SERVER_NOW, FakeS3
 
 STEP = 40
 
@@ -49,6 +52,44 @@ def test_matrix_on_disk(tmp_path, row, case, drop):
     latest = dict(step="latest")
     F.check_same_verdict(gate(tmp_path, row, **latest), gate(tmp_path, row, full_report=True, **latest))
     assert result["checkpoint"] == os.path.join(str(tmp_path), "global_step_%d" % STEP)
+    if case == "too-recent":
+        assert {p["id"] for p in result["findings"]} == {"write-too-recent"}
+    summary = {s["step"]: s for s in result["steps"]}
+    assert summary[STEP - 20]["verdict"] in ("complete", "unverified")
+    assert result["latest_complete_step"] == (STEP if result["complete"] else STEP - 20)
+
+
+def s3_objects(row, case, drop, prefix):
+    """The on-disk matrix's two steps as objects, each modified as long before the server's clock as
+    write_local's mtimes are before now (so stale markers and too-recent writes are what they are on disk)."""
+    objects, modified = {}, {}
+    for step, files, age in (
+        (STEP - 20, F.tree(row, STEP - 20, "complete"), 86400),
+        (STEP, F.tree(row, STEP, case, drop), 0),
+    ):
+        for rel, data, file_age in files:
+            key = "%sglobal_step_%d/%s" % (prefix, step, rel)
+            objects[key] = data
+            modified[key] = SERVER_NOW - datetime.timedelta(seconds=age + file_age)
+    return FakeS3(objects, page=7, modified=modified)  # a step's objects span several pages
+
+
+@pytest.mark.parametrize("row,case,drop", list(matrix()))
+def test_matrix_through_the_s3_reader(row, case, drop):
+    """The same cases read by S3Source (its listings, aggregation per step and ranged GETs) from an in-memory
+    ListObjectsV2. tests/integration/test_ckpt_gate_s3.py runs the representative rows on versitygw."""
+    client = s3_objects(row, case, drop, "run/checkpoints/")
+
+    def gate_s3(**extra):
+        params = dict(row.gate_params(), step=STEP, quiet_seconds=120)
+        params.update(extra)
+        return run_gate(S3Source("bucket", "run/checkpoints", client=client), params)
+
+    result = gate_s3(full_report=True)
+    F.check_case(result, row, STEP, case, drop)
+    F.check_same_verdict(gate_s3(), result, named=True)
+    F.check_same_verdict(gate_s3(step="latest"), gate_s3(step="latest", full_report=True))
+    assert result["checkpoint"] == "s3://bucket/run/checkpoints/global_step_%d/" % STEP
     if case == "too-recent":
         assert {p["id"] for p in result["findings"]} == {"write-too-recent"}
     summary = {s["step"]: s for s in result["steps"]}

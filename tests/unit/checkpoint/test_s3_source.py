@@ -6,8 +6,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
-import io
 import os
 import sys
 
@@ -20,63 +18,13 @@ import ckpt_fixtures as F
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.gate import run_gate
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.layouts import GateError
 from ansible_collections.rlark.ops.plugins.module_utils.checkpoint.s3 import Retrying, S3Source
+from fake_s3 import FakeS3
 
-OLD = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 SECRET = "super-secret-value"
 
 
 def client_error(code, status, op="ListObjectsV2"):
     return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, op)
-
-
-class FakeS3:
-    """ListObjectsV2 in pages of ``page`` keys with opaque continuation tokens; ranged GETs."""
-
-    def __init__(self, objects, page=100, failures=()):
-        self.objects = dict(objects)
-        self.page = page
-        self.failures = list(failures)
-        self.list_calls = 0
-
-    def list_objects_v2(self, Bucket, Prefix, MaxKeys, ContinuationToken=None, Delimiter=None):
-        self.list_calls += 1
-        if self.failures:
-            raise self.failures.pop(0)
-        rows = []  # (sort key, is common prefix)
-        seen = set()
-        for k in sorted(k for k in self.objects if k.startswith(Prefix)):
-            rest = k[len(Prefix) :]
-            if Delimiter and Delimiter in rest:
-                common = Prefix + rest.split(Delimiter, 1)[0] + Delimiter
-                if common not in seen:
-                    seen.add(common)
-                    rows.append((common, True))
-            else:
-                rows.append((k, False))
-        start = int(ContinuationToken[3:]) if ContinuationToken else 0
-        chunk = rows[start : start + min(self.page, MaxKeys)]
-        out = {
-            "Contents": [
-                {"Key": k, "Size": len(self.objects[k]), "LastModified": OLD} for k, common in chunk if not common
-            ],
-            "CommonPrefixes": [{"Prefix": k} for k, common in chunk if common],
-            "IsTruncated": start + len(chunk) < len(rows),
-            "ResponseMetadata": {"HTTPHeaders": {"date": "Thu, 01 Jan 2026 02:00:00 GMT"}},
-        }
-        if out["IsTruncated"]:
-            out["NextContinuationToken"] = "tok%d" % (start + len(chunk))
-        return out
-
-    def get_object(self, Bucket, Key, Range=None):
-        data = self.objects[Key]
-        if Range:
-            n = int(Range.split("-")[-1])
-            part = data[-n:]
-            return {
-                "Body": io.BytesIO(part),
-                "ContentRange": "bytes %d-%d/%d" % (len(data) - len(part), len(data) - 1, len(data)),
-            }
-        return {"Body": io.BytesIO(data)}
 
 
 def objects_for(row, prefix, steps):
