@@ -56,10 +56,12 @@ def write_figures(mode):
                 continue
         stamp = datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.timezone.utc)
         lines += ["", "## %s (measured %s)" % (name, stamp.strftime("%Y-%m-%d %H:%M UTC"))]
-        records = {key: value for key, value in data.items() if _is_records(value)} if isinstance(data, dict) else {}
-        rest = {key: value for key, value in data.items() if key not in records} if records else data
+        records = {}
+        if isinstance(data, dict):
+            records = {key: value for key, value in data.items() if _is_records(value)}
+            data = {key: value for key, value in data.items() if key not in records}
         lines += ["", "| figure | value |", "|---|---|"]
-        lines += ["| %s | %s |" % (key, _text(value)) for key, value in _flatten(rest)]
+        lines += ["| %s | %s |" % (key, _text(value)) for key, value in _flatten(data)]
         for key, value in records.items():
             lines += ["", "### %s" % key, ""] + _record_table(value)
     with open(FIGURES, "w") as fh:

@@ -35,10 +35,25 @@ def matrix():
                 yield pytest.param(row, case, None, id="%s-%s" % (row.id, case))
 
 
-def gate(root, row, **extra):
+def gate_on(source, row, **extra):
     params = dict(row.gate_params(), step=STEP, quiet_seconds=120)
     params.update(extra)
-    return run_gate(LocalSource(str(root)), params)
+    return run_gate(source(), params)
+
+
+def check_matrix_case(source, row, case, drop, checkpoint):
+    """One case's verdicts from a fresh ``source()`` per gate run: full report, newest first, and "latest"."""
+    result = gate_on(source, row, full_report=True)
+    F.check_case(result, row, STEP, case, drop)
+    F.check_same_verdict(gate_on(source, row), result, named=True)
+    latest = dict(step="latest")
+    F.check_same_verdict(gate_on(source, row, **latest), gate_on(source, row, full_report=True, **latest))
+    assert result["checkpoint"] == checkpoint
+    if case == "too-recent":
+        assert {p["id"] for p in result["findings"]} == {"write-too-recent"}
+    summary = {s["step"]: s for s in result["steps"]}
+    assert summary[STEP - 20]["verdict"] in ("complete", "unverified")
+    assert result["latest_complete_step"] == (STEP if result["complete"] else STEP - 20)
 
 
 @pytest.mark.parametrize("row,case,drop", list(matrix()))
@@ -46,17 +61,8 @@ def test_matrix_on_disk(tmp_path, row, case, drop):
     # an older complete sibling: optional parts written last (data_state.json) are known from it
     F.write_local(str(tmp_path), "global_step_%d" % (STEP - 20), F.tree(row, STEP - 20, "complete"), age=86400)
     F.write_local(str(tmp_path), "global_step_%d" % STEP, F.tree(row, STEP, case, drop))
-    result = gate(tmp_path, row, full_report=True)
-    F.check_case(result, row, STEP, case, drop)
-    F.check_same_verdict(gate(tmp_path, row), result, named=True)
-    latest = dict(step="latest")
-    F.check_same_verdict(gate(tmp_path, row, **latest), gate(tmp_path, row, full_report=True, **latest))
-    assert result["checkpoint"] == os.path.join(str(tmp_path), "global_step_%d" % STEP)
-    if case == "too-recent":
-        assert {p["id"] for p in result["findings"]} == {"write-too-recent"}
-    summary = {s["step"]: s for s in result["steps"]}
-    assert summary[STEP - 20]["verdict"] in ("complete", "unverified")
-    assert result["latest_complete_step"] == (STEP if result["complete"] else STEP - 20)
+    checkpoint = os.path.join(str(tmp_path), "global_step_%d" % STEP)
+    check_matrix_case(lambda: LocalSource(str(tmp_path)), row, case, drop, checkpoint)
 
 
 def s3_objects(row, case, drop, prefix):
@@ -79,22 +85,8 @@ def test_matrix_through_the_s3_reader(row, case, drop):
     """The same cases read by S3Source (its listings, aggregation per step and ranged GETs) from an in-memory
     ListObjectsV2. tests/integration/test_ckpt_gate_s3.py runs the representative rows on versitygw."""
     client = s3_objects(row, case, drop, "run/checkpoints/")
-
-    def gate_s3(**extra):
-        params = dict(row.gate_params(), step=STEP, quiet_seconds=120)
-        params.update(extra)
-        return run_gate(S3Source("bucket", "run/checkpoints", client=client), params)
-
-    result = gate_s3(full_report=True)
-    F.check_case(result, row, STEP, case, drop)
-    F.check_same_verdict(gate_s3(), result, named=True)
-    F.check_same_verdict(gate_s3(step="latest"), gate_s3(step="latest", full_report=True))
-    assert result["checkpoint"] == "s3://bucket/run/checkpoints/global_step_%d/" % STEP
-    if case == "too-recent":
-        assert {p["id"] for p in result["findings"]} == {"write-too-recent"}
-    summary = {s["step"]: s for s in result["steps"]}
-    assert summary[STEP - 20]["verdict"] in ("complete", "unverified")
-    assert result["latest_complete_step"] == (STEP if result["complete"] else STEP - 20)
+    checkpoint = "s3://bucket/run/checkpoints/global_step_%d/" % STEP
+    check_matrix_case(lambda: S3Source("bucket", "run/checkpoints", client=client), row, case, drop, checkpoint)
 
 
 @pytest.mark.parametrize("row", F.ROWS, ids=[r.id for r in F.ROWS])
